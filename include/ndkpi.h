@@ -1,0 +1,1047 @@
+/* ndkpi.h - the NDKPI surface (NDK 1.1 .. 2.1) that ndksim providers implement and consumers call,
+ * rebuilt for g++/clang on x86-64 Linux from ndk-reference.md sections 1, 2 and 5.
+ * Names, values and x64 layouts match Windows; every layout fact is pinned by a static_assert. */
+#ifndef NDKSIM_NDKPI_H_
+#define NDKSIM_NDKPI_H_
+
+#include <stddef.h> /* offsetof */
+#include <stdint.h>
+#ifndef __cplusplus
+#include <assert.h> /* C11 static_assert */
+#endif
+
+/* Every layout below is the x64 one (§2); the 32-bit layouts differ (§2.4, §6 item 12). */
+static_assert(sizeof(void *) == 8, "ndksim supports the x64 NDK layout only");
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------------------------------
+ * Windows base types. On Windows the WDK headers provide them; elsewhere we define the subset
+ * NDKPI needs. Sizes follow the Windows LLP64 model: ULONG and LONG are 32-bit even though
+ * `unsigned long` is 64-bit on Linux.
+ * ---------------------------------------------------------------------------------------------- */
+#if !defined(_WIN32) && !defined(NDKSIM_PORTABLE_TYPES)
+#define NDKSIM_PORTABLE_TYPES 1
+#endif
+
+#ifdef NDKSIM_PORTABLE_TYPES
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+typedef void VOID;
+typedef void *PVOID;
+typedef char CHAR;
+typedef uint8_t UCHAR, *PUCHAR;
+typedef int16_t CSHORT;
+typedef uint16_t USHORT, *PUSHORT;
+typedef uint32_t ULONG, *PULONG;
+typedef int32_t LONG, *PLONG;
+typedef int64_t LONG64;
+typedef uint64_t ULONG64;
+typedef uint32_t UINT32;
+typedef uint64_t UINT64;
+typedef intptr_t LONG_PTR;
+typedef uintptr_t ULONG_PTR;
+typedef ULONG_PTR SIZE_T;
+typedef ULONG_PTR KAFFINITY;
+typedef uint8_t BOOLEAN;
+
+#ifndef TRUE
+#define TRUE 1
+#endif
+#ifndef FALSE
+#define FALSE 0
+#endif
+#ifndef MAXULONG
+#define MAXULONG 0xffffffffU
+#endif
+
+typedef int32_t NTSTATUS;
+typedef int32_t NDIS_STATUS;
+typedef PVOID NDIS_HANDLE;
+
+#ifndef NT_SUCCESS
+#define NT_SUCCESS(Status) (((NTSTATUS)(Status)) >= 0)
+#endif
+
+/* LowPart/HighPart are an anonymous struct in Windows; __extension__ keeps -Wpedantic quiet. */
+typedef union _LARGE_INTEGER {
+    __extension__ struct {
+        ULONG LowPart;
+        LONG HighPart;
+    };
+    struct {
+        ULONG LowPart;
+        LONG HighPart;
+    } u;
+    LONG64 QuadPart;
+} LARGE_INTEGER, *PLARGE_INTEGER;
+typedef LARGE_INTEGER PHYSICAL_ADDRESS, *PPHYSICAL_ADDRESS;
+
+#ifndef GUID_DEFINED
+#define GUID_DEFINED
+typedef struct _GUID {
+    ULONG Data1;
+    USHORT Data2;
+    USHORT Data3;
+    UCHAR Data4[8];
+} GUID;
+#endif
+
+typedef struct _GROUP_AFFINITY {
+    KAFFINITY Mask;
+    USHORT Group;
+    USHORT Reserved[3];
+} GROUP_AFFINITY, *PGROUP_AFFINITY;
+
+/* Addresses are the host's own socket structs, so they go straight to the socket API. */
+typedef USHORT ADDRESS_FAMILY;
+typedef struct sockaddr SOCKADDR, *PSOCKADDR;
+typedef struct sockaddr_in SOCKADDR_IN, *PSOCKADDR_IN;
+typedef struct sockaddr_in6 SOCKADDR_IN6, *PSOCKADDR_IN6;
+typedef union _SOCKADDR_INET {
+    SOCKADDR_IN Ipv4;
+    SOCKADDR_IN6 Ipv6;
+    ADDRESS_FAMILY si_family; /* overlays sin_family / sin6_family */
+} SOCKADDR_INET, *PSOCKADDR_INET;
+
+static_assert(sizeof(ULONG) == 4 && sizeof(LONG) == 4, "ULONG/LONG must be 32-bit (LLP64)");
+static_assert(sizeof(LARGE_INTEGER) == 8, "LARGE_INTEGER is 8 bytes");
+static_assert(sizeof(GUID) == 16, "GUID is 16 bytes");
+static_assert(sizeof(GROUP_AFFINITY) == 0x10, "GROUP_AFFINITY is 16 bytes on x64");
+static_assert(sizeof(sa_family_t) == sizeof(ADDRESS_FAMILY), "si_family must overlay sa_family_t");
+
+/* ------------------------------------------------------------------------------------------------
+ * Memory descriptor lists. Only the fields NDK consumers and providers touch (NdkRegisterMr,
+ * NdkBuildLam take an MDL chain, §3.15); this is NOT the Windows binary layout (no Process field,
+ * no PFN array after the header).
+ * ---------------------------------------------------------------------------------------------- */
+/* Spelled exactly as glibc's <sys/user.h> does so including both is a benign redefinition. */
+#ifndef PAGE_SHIFT
+#define PAGE_SHIFT 12
+#endif
+#ifndef PAGE_SIZE
+#define PAGE_SIZE (1UL << PAGE_SHIFT)
+#endif
+static_assert(PAGE_SIZE == 4096, "NDK logical pages are 4 KiB (§2.3)");
+
+#ifndef PAGE_ALIGN
+#define PAGE_ALIGN(Va) ((PVOID)((ULONG_PTR)(Va) & ~(ULONG_PTR)(PAGE_SIZE - 1)))
+#endif
+#ifndef BYTE_OFFSET
+#define BYTE_OFFSET(Va) ((ULONG)((ULONG_PTR)(Va) & (PAGE_SIZE - 1)))
+#endif
+/* Number of pages touched by [Va, Va + Size). */
+#ifndef ADDRESS_AND_SIZE_TO_SPAN_PAGES
+#define ADDRESS_AND_SIZE_TO_SPAN_PAGES(Va, Size) \
+    ((ULONG)((BYTE_OFFSET(Va) + (ULONG_PTR)(Size) + (PAGE_SIZE - 1)) >> PAGE_SHIFT))
+#endif
+
+typedef struct _MDL {
+    struct _MDL *Next;    /* next piece of the same buffer, or NULL */
+    CSHORT Size;          /* bytes of this descriptor (no PFN array follows in ndksim) */
+    CSHORT MdlFlags;
+    PVOID MappedSystemVa; /* in-process: the buffer's own address */
+    PVOID StartVa;        /* page-aligned base */
+    ULONG ByteCount;
+    ULONG ByteOffset;     /* offset of the first byte within the StartVa page */
+} MDL, *PMDL;
+
+/* Plain `inline` in C++ (one definition program-wide); `static` in C. Either way no
+ * unused-function warning when this header is compiled on its own. */
+#ifdef __cplusplus
+#define NDKSIM_INLINE inline
+#else
+#define NDKSIM_INLINE static inline __attribute__((unused))
+#endif
+
+NDKSIM_INLINE PVOID MmGetMdlVirtualAddress(const MDL *Mdl) {
+    return (PVOID)((UCHAR *)Mdl->StartVa + Mdl->ByteOffset);
+}
+NDKSIM_INLINE ULONG MmGetMdlByteCount(const MDL *Mdl) { return Mdl->ByteCount; }
+NDKSIM_INLINE ULONG MmGetMdlByteOffset(const MDL *Mdl) { return Mdl->ByteOffset; }
+
+/* Same results as the Windows macro. In one process every buffer is already mapped, so
+ * MappedSystemVa is filled in too. */
+NDKSIM_INLINE VOID MmInitializeMdl(PMDL Mdl, PVOID BaseVa, SIZE_T Length) {
+    Mdl->Next = NULL;
+    Mdl->Size = (CSHORT)sizeof(MDL);
+    Mdl->MdlFlags = 0;
+    Mdl->MappedSystemVa = BaseVa;
+    Mdl->StartVa = PAGE_ALIGN(BaseVa);
+    Mdl->ByteOffset = BYTE_OFFSET(BaseVa);
+    Mdl->ByteCount = (ULONG)Length;
+}
+#endif /* NDKSIM_PORTABLE_TYPES */
+
+/* ------------------------------------------------------------------------------------------------
+ * §5: NTSTATUS / NDIS_STATUS values (mingw-w64 ntstatus.h numbering). Guarded so a platform
+ * header that already has them wins.
+ * ---------------------------------------------------------------------------------------------- */
+#ifndef STATUS_SUCCESS
+#define STATUS_SUCCESS ((NTSTATUS)0x00000000L)
+#endif
+#ifndef STATUS_TIMEOUT
+#define STATUS_TIMEOUT ((NTSTATUS)0x00000102L)
+#endif
+#ifndef STATUS_PENDING
+#define STATUS_PENDING ((NTSTATUS)0x00000103L)
+#endif
+/* Warnings (0x8...): NT_SUCCESS() is false for these. */
+#ifndef STATUS_BUFFER_OVERFLOW
+#define STATUS_BUFFER_OVERFLOW ((NTSTATUS)0x80000005L)
+#endif
+#ifndef STATUS_DEVICE_BUSY
+#define STATUS_DEVICE_BUSY ((NTSTATUS)0x80000011L)
+#endif
+#ifndef STATUS_NO_MORE_ENTRIES
+#define STATUS_NO_MORE_ENTRIES ((NTSTATUS)0x8000001AL)
+#endif
+/* Errors (0xC...). */
+#ifndef STATUS_UNSUCCESSFUL
+#define STATUS_UNSUCCESSFUL ((NTSTATUS)0xC0000001L)
+#endif
+#ifndef STATUS_ACCESS_VIOLATION
+#define STATUS_ACCESS_VIOLATION ((NTSTATUS)0xC0000005L)
+#endif
+#ifndef STATUS_INVALID_PARAMETER
+#define STATUS_INVALID_PARAMETER ((NTSTATUS)0xC000000DL)
+#endif
+#ifndef STATUS_INVALID_DEVICE_REQUEST
+#define STATUS_INVALID_DEVICE_REQUEST ((NTSTATUS)0xC0000010L)
+#endif
+#ifndef STATUS_NO_MEMORY
+#define STATUS_NO_MEMORY ((NTSTATUS)0xC0000017L)
+#endif
+#ifndef STATUS_BUFFER_TOO_SMALL
+#define STATUS_BUFFER_TOO_SMALL ((NTSTATUS)0xC0000023L)
+#endif
+#ifndef STATUS_INVALID_PARAMETER_MIX
+#define STATUS_INVALID_PARAMETER_MIX ((NTSTATUS)0xC0000030L)
+#endif
+#ifndef STATUS_DATA_OVERRUN
+#define STATUS_DATA_OVERRUN ((NTSTATUS)0xC000003CL)
+#endif
+#ifndef STATUS_DATA_ERROR
+#define STATUS_DATA_ERROR ((NTSTATUS)0xC000003EL) /* §4.7: used by no NDK/NDSPI doc */
+#endif
+#ifndef STATUS_SHARING_VIOLATION
+#define STATUS_SHARING_VIOLATION ((NTSTATUS)0xC0000043L)
+#endif
+#ifndef STATUS_INSUFFICIENT_RESOURCES
+#define STATUS_INSUFFICIENT_RESOURCES ((NTSTATUS)0xC000009AL)
+#endif
+#ifndef STATUS_DEVICE_NOT_READY
+#define STATUS_DEVICE_NOT_READY ((NTSTATUS)0xC00000A3L)
+#endif
+#ifndef STATUS_IO_TIMEOUT
+#define STATUS_IO_TIMEOUT ((NTSTATUS)0xC00000B5L)
+#endif
+#ifndef STATUS_NOT_SUPPORTED
+#define STATUS_NOT_SUPPORTED ((NTSTATUS)0xC00000BBL)
+#endif
+#ifndef STATUS_INTERNAL_ERROR
+#define STATUS_INTERNAL_ERROR ((NTSTATUS)0xC00000E5L)
+#endif
+#ifndef STATUS_CANCELLED
+#define STATUS_CANCELLED ((NTSTATUS)0xC0000120L)
+#endif
+#ifndef STATUS_REMOTE_RESOURCES
+#define STATUS_REMOTE_RESOURCES ((NTSTATUS)0xC000013DL)
+#endif
+#ifndef STATUS_INVALID_ADDRESS
+#define STATUS_INVALID_ADDRESS ((NTSTATUS)0xC0000141L)
+#endif
+#ifndef STATUS_INVALID_DEVICE_STATE
+#define STATUS_INVALID_DEVICE_STATE ((NTSTATUS)0xC0000184L)
+#endif
+#ifndef STATUS_INVALID_BUFFER_SIZE
+#define STATUS_INVALID_BUFFER_SIZE ((NTSTATUS)0xC0000206L)
+#endif
+#ifndef STATUS_TOO_MANY_ADDRESSES
+#define STATUS_TOO_MANY_ADDRESSES ((NTSTATUS)0xC0000209L)
+#endif
+#ifndef STATUS_ADDRESS_ALREADY_EXISTS
+#define STATUS_ADDRESS_ALREADY_EXISTS ((NTSTATUS)0xC000020AL)
+#endif
+#ifndef STATUS_CONNECTION_DISCONNECTED
+#define STATUS_CONNECTION_DISCONNECTED ((NTSTATUS)0xC000020CL) /* consumer side only (§4.7) */
+#endif
+#ifndef STATUS_CONNECTION_RESET
+#define STATUS_CONNECTION_RESET ((NTSTATUS)0xC000020DL) /* §4.7: used by no NDK doc */
+#endif
+#ifndef STATUS_CONNECTION_REFUSED
+#define STATUS_CONNECTION_REFUSED ((NTSTATUS)0xC0000236L)
+#endif
+#ifndef STATUS_CONNECTION_INVALID
+#define STATUS_CONNECTION_INVALID ((NTSTATUS)0xC000023AL)
+#endif
+#ifndef STATUS_CONNECTION_ACTIVE
+#define STATUS_CONNECTION_ACTIVE ((NTSTATUS)0xC000023BL)
+#endif
+#ifndef STATUS_NETWORK_UNREACHABLE
+#define STATUS_NETWORK_UNREACHABLE ((NTSTATUS)0xC000023CL)
+#endif
+#ifndef STATUS_HOST_UNREACHABLE
+#define STATUS_HOST_UNREACHABLE ((NTSTATUS)0xC000023DL)
+#endif
+#ifndef STATUS_CONNECTION_ABORTED
+#define STATUS_CONNECTION_ABORTED ((NTSTATUS)0xC0000241L)
+#endif
+#ifndef STATUS_DEVICE_REMOVED
+#define STATUS_DEVICE_REMOVED ((NTSTATUS)0xC00002B6L)
+#endif
+#ifndef STATUS_IMPLEMENTATION_LIMIT
+#define STATUS_IMPLEMENTATION_LIMIT ((NTSTATUS)0xC000042BL)
+#endif
+
+/* OPEN_NDK_ADAPTER_HANDLER results (§1.9). */
+#ifndef NDIS_STATUS_SUCCESS
+#define NDIS_STATUS_SUCCESS ((NDIS_STATUS)STATUS_SUCCESS)
+#endif
+#ifndef NDIS_STATUS_BAD_VERSION
+#define NDIS_STATUS_BAD_VERSION ((NDIS_STATUS)0xC0010004L)
+#endif
+#ifndef NDIS_STATUS_ADAPTER_NOT_READY
+#define NDIS_STATUS_ADAPTER_NOT_READY ((NDIS_STATUS)0xC0010011L) /* NDK disabled on the adapter */
+#endif
+#ifndef NDIS_STATUS_RESOURCES
+#define NDIS_STATUS_RESOURCES ((NDIS_STATUS)STATUS_INSUFFICIENT_RESOURCES)
+#endif
+
+/* ------------------------------------------------------------------------------------------------
+ * §1 constants
+ * ---------------------------------------------------------------------------------------------- */
+
+/* §1.1 versions ({Major, Minor}):
+ *   1.0  what a consumer may ask for when opening; the provider answers with its highest 1.x
+ *   1.1  Server 2012 / NDIS 6.30: base interface
+ *   1.2  Server 2012 R2 / NDIS 6.40: NdkSendAndInvalidate, NdkGetCqResultsEx, NDK_RESULT_EX,
+ *        NDK_OP_FLAG_DEFER, NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE and its adapter flag
+ *   2.0  only named indirectly (RESULT_EX layout without ProviderErrorCode)
+ *   2.1  Server 2022: NdkCompleteConnectEx, NdkAcceptEx, NDK_FN_DISCONNECT_EVENT_CALLBACK_EX,
+ *        NDK_RESULT_EX.ProviderErrorCode
+ * There is no 1.3. Open fails with NDIS_STATUS_BAD_VERSION if the major is unknown or the
+ * requested minor exceeds the provider's highest. */
+typedef struct _NDK_VERSION {
+    USHORT Major;
+    USHORT Minor;
+} NDK_VERSION;
+static_assert(sizeof(NDK_VERSION) == 4, "§2.1");
+
+/* §1.2 */
+typedef enum _NDK_OBJECT_TYPE {
+    NdkObjectTypeUndefined = 0,
+    NdkObjectTypeAdapter = 1,
+    NdkObjectTypeQp = 2,
+    NdkObjectTypeCq = 3,
+    NdkObjectTypeMr = 4,
+    NdkObjectTypeMw = 5,
+    NdkObjectTypePd = 6,
+    NdkObjectTypeSharedEndpoint = 7,
+    NdkObjectTypeConnector = 8,
+    NdkObjectTypeListener = 9,
+    NdkObjectTypeSrq = 10,
+    NdkObjectTypeMax = 11
+} NDK_OBJECT_TYPE;
+static_assert(sizeof(NDK_OBJECT_TYPE) == 4, "§2.1: ObjectType is 4 bytes");
+
+/* §1.3: NDK_RESULT_EX.Type. Values are bit-like, not sequential; ReceiveAndInvalidate keeps the
+ * Receive bit so `Type & NdkOperationTypeReceive` matches both receive kinds. */
+typedef enum _NDK_OPERATION_TYPE {
+    NdkOperationTypeReceive = 0x0001,
+    NdkOperationTypeReceiveAndInvalidate = 0x8001, /* receiver side of NdkSendAndInvalidate */
+    NdkOperationTypeSend = 0x0002,
+    NdkOperationTypeFastRegister = 0x0004,
+    NdkOperationTypeBind = 0x0008,
+    NdkOperationTypeInvalidate = 0x0010,
+    NdkOperationTypeRead = 0x0020,
+    NdkOperationTypeWrite = 0x0040
+} NDK_OPERATION_TYPE;
+static_assert(sizeof(NDK_OPERATION_TYPE) == 4, "§2.4: Type is 4 bytes");
+
+/* §1.4: work-request Flags. Not the user-mode ND_OP_FLAG_* numbers. */
+#define NDK_OP_FLAG_SILENT_SUCCESS 0x00000001
+#define NDK_OP_FLAG_READ_FENCE 0x00000002
+#define NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT 0x00000004
+#define NDK_OP_FLAG_ALLOW_REMOTE_READ 0x00000008
+#define NDK_OP_FLAG_ALLOW_LOCAL_WRITE 0x00000010 /* fast-register only */
+/* Includes the LOCAL_WRITE bit: test with (Flags & 0x30) == 0x30, not a plain AND. */
+#define NDK_OP_FLAG_ALLOW_REMOTE_WRITE 0x00000030
+#define NDK_OP_FLAG_INLINE 0x00000040
+#define NDK_OP_FLAG_RDMA_READ_SINK 0x00000080 /* fast-register; §6 item 2 */
+/* §6 item 1: the NdkRead page shows 0x200 for both of the next two; the header has 0x100. */
+#define NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE 0x00000100 /* NDK >= 1.2 */
+#define NDK_OP_FLAG_DEFER 0x00000200                      /* NDK >= 1.2 */
+
+/* §1.5: NdkRegisterMr Flags. REMOTE_WRITE again carries the LOCAL_WRITE bit. */
+#define NDK_MR_FLAG_ALLOW_LOCAL_READ 0x00000000 /* implicit, always granted */
+#define NDK_MR_FLAG_ALLOW_LOCAL_WRITE 0x00000001
+#define NDK_MR_FLAG_ALLOW_REMOTE_READ 0x00000002
+#define NDK_MR_FLAG_ALLOW_REMOTE_WRITE 0x00000005
+#define NDK_MR_FLAG_RDMA_READ_SINK 0x00000008
+
+/* §1.6: NdkArmCq Type. */
+#define NDK_CQ_NOTIFY_ERRORS 0
+#define NDK_CQ_NOTIFY_ANY 1
+#define NDK_CQ_NOTIFY_SOLICITED 2
+
+/* §1.7: NDK_ADAPTER_INFO.AdapterFlags. */
+#define NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED 0x00000001
+#define NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED 0x00000002
+#define NDK_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED 0x00000004
+#define NDK_ADAPTER_FLAG_MULTI_ENGINE_SUPPORTED 0x00000008
+#define NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED 0x00000010 /* NDK >= 1.2 */
+#define NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED 0x00000100
+#define NDK_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED 0x00010000
+
+/* §1.8 */
+typedef enum _NDK_RDMA_TECHNOLOGY {
+    NdkUndefined = 0,
+    NdkiWarp = 1,
+    NdkInfiniBand = 2,
+    NdkRoCE = 3,
+    NdkRoCEv2 = 4,
+    NdkMaxTechnology = 5
+} NDK_RDMA_TECHNOLOGY;
+
+/* §1.9: registry keywords. Windows wraps them in NDIS_STRING_CONST; ndksim has no registry,
+ * so they are plain strings. */
+#define NETWORK_DIRECT_KEYWORD "*NetworkDirect"
+#define NETWORK_DIRECT_GLOBAL_FLAGS_KEYWORD "*NetworkDirectGlobalFlags"
+#define NETWORK_DIRECT_GLOBAL_FLAGS_ALLOW_REMOTE_IP_SUBNET 0x00000001
+#define NDIS_NDK_PROVIDER_CHARACTERISTICS_REVISION_1 1
+
+/* ------------------------------------------------------------------------------------------------
+ * §2.1-2.5: common records
+ * ---------------------------------------------------------------------------------------------- */
+typedef struct _NDK_ADAPTER NDK_ADAPTER;
+typedef struct _NDK_CQ NDK_CQ;
+typedef struct _NDK_MR NDK_MR;
+typedef struct _NDK_MW NDK_MW;
+typedef struct _NDK_SRQ NDK_SRQ;
+typedef struct _NDK_QP NDK_QP;
+typedef struct _NDK_PD NDK_PD;
+typedef struct _NDK_SHARED_ENDPOINT NDK_SHARED_ENDPOINT;
+typedef struct _NDK_CONNECTOR NDK_CONNECTOR;
+typedef struct _NDK_LISTENER NDK_LISTENER;
+
+/* Owned by the consumer/NDIS: the provider zeroes it at creation and never touches it again. */
+typedef struct _NDK_OBJECT_HEADER_RESERVED_BLOCK {
+    PVOID rf[4];
+} NDK_OBJECT_HEADER_RESERVED_BLOCK;
+static_assert(sizeof(NDK_OBJECT_HEADER_RESERVED_BLOCK) == 0x20, "§2.1");
+
+/* Version = negotiated version, ObjectType non-zero (§2.1 provider duties). */
+typedef struct _NDK_OBJECT_HEADER {
+    NDK_VERSION Version;
+    NDK_OBJECT_TYPE ObjectType;
+    NDK_OBJECT_HEADER_RESERVED_BLOCK NdkReserved;
+} NDK_OBJECT_HEADER;
+static_assert(offsetof(NDK_OBJECT_HEADER, Version) == 0x00, "§2.1");
+static_assert(offsetof(NDK_OBJECT_HEADER, ObjectType) == 0x04, "§2.1");
+static_assert(offsetof(NDK_OBJECT_HEADER, NdkReserved) == 0x08, "§2.1");
+static_assert(sizeof(NDK_OBJECT_HEADER) == 0x28, "§2.1");
+
+/* Dispatch points to a table whose type only the extension's GUID identifies. */
+typedef struct _NDK_EXTENSION_INTERFACE {
+    const VOID *Dispatch;
+} NDK_EXTENSION_INTERFACE;
+
+typedef PHYSICAL_ADDRESS NDK_LOGICAL_ADDRESS;
+
+/* §2.2: the union holds a logical address when MemoryRegionToken is the PD's privileged token,
+ * otherwise a virtual address inside the registered MR that owns the token. */
+typedef struct _NDK_SGE {
+    union {
+        PVOID VirtualAddress;
+        NDK_LOGICAL_ADDRESS LogicalAddress;
+    };
+    ULONG Length;
+    UINT32 MemoryRegionToken;
+} NDK_SGE;
+static_assert(offsetof(NDK_SGE, Length) == 0x08, "§2.2");
+static_assert(offsetof(NDK_SGE, MemoryRegionToken) == 0x0C, "§2.2");
+static_assert(sizeof(NDK_SGE) == 0x10, "§2.2");
+
+/* §2.3: variable length; a LAM of N pages needs
+ * offsetof(NDK_LOGICAL_ADDRESS_MAPPING, AdapterPageArray) + N * sizeof(NDK_LOGICAL_ADDRESS). */
+typedef struct _NDK_LOGICAL_ADDRESS_MAPPING {
+    PVOID AdapterContext; /* provider-private */
+    ULONG AdapterPageCount;
+    NDK_LOGICAL_ADDRESS AdapterPageArray[1]; /* really AdapterPageCount entries */
+} NDK_LOGICAL_ADDRESS_MAPPING;
+static_assert(offsetof(NDK_LOGICAL_ADDRESS_MAPPING, AdapterPageCount) == 0x08, "§2.3");
+static_assert(offsetof(NDK_LOGICAL_ADDRESS_MAPPING, AdapterPageArray) == 0x10, "§2.3");
+static_assert(sizeof(NDK_LOGICAL_ADDRESS_MAPPING) == 0x18, "§2.3");
+
+/* §2.4 */
+typedef struct _NDK_RESULT {
+    NTSTATUS Status;
+    ULONG BytesTransferred; /* defined for receive completions only */
+    PVOID QPContext;
+    PVOID RequestContext;
+} NDK_RESULT;
+static_assert(offsetof(NDK_RESULT, BytesTransferred) == 0x04, "§2.4");
+static_assert(offsetof(NDK_RESULT, QPContext) == 0x08, "§2.4");
+static_assert(offsetof(NDK_RESULT, RequestContext) == 0x10, "§2.4");
+static_assert(sizeof(NDK_RESULT) == 0x18, "§2.4");
+
+/* §2.4, NDK 2.1 layout: ProviderErrorCode fills what was padding on x64, so the size and the
+ * other offsets are the same as 1.2/2.0 (not so on x86, §6 item 12). */
+typedef struct _NDK_RESULT_EX {
+    NTSTATUS Status;
+    ULONG BytesTransferred;
+    PVOID QPContext;
+    PVOID RequestContext;
+    NDK_OPERATION_TYPE Type;
+    ULONG ProviderErrorCode; /* 0 on success; on failure 0 means "none given" */
+    /* For ReceiveAndInvalidate: the invalidated token in the low 32 bits. */
+    ULONG_PTR TypeSpecificCompletionOutput;
+} NDK_RESULT_EX;
+static_assert(offsetof(NDK_RESULT_EX, Status) == 0x00, "§2.4");
+static_assert(offsetof(NDK_RESULT_EX, BytesTransferred) == 0x04, "§2.4");
+static_assert(offsetof(NDK_RESULT_EX, QPContext) == 0x08, "§2.4");
+static_assert(offsetof(NDK_RESULT_EX, RequestContext) == 0x10, "§2.4");
+static_assert(offsetof(NDK_RESULT_EX, Type) == 0x18, "§2.4");
+static_assert(offsetof(NDK_RESULT_EX, ProviderErrorCode) == 0x1C, "§2.4");
+static_assert(offsetof(NDK_RESULT_EX, TypeSpecificCompletionOutput) == 0x20, "§2.4");
+static_assert(sizeof(NDK_RESULT_EX) == 0x28, "§2.4");
+
+/* §2.5: capability record returned by NdkQueryAdapterInfo. */
+typedef struct _NDK_ADAPTER_INFO {
+    NDK_VERSION Version;
+    UINT32 VendorId;
+    UINT32 DeviceId;
+    SIZE_T MaxRegistrationSize;
+    SIZE_T MaxWindowSize;
+    ULONG FRMRPageCount; /* must be >= 16 */
+    ULONG MaxInitiatorRequestSge;
+    ULONG MaxReceiveRequestSge;
+    ULONG MaxReadRequestSge;
+    ULONG MaxTransferLength;
+    ULONG MaxInlineDataSize;
+    ULONG MaxInboundReadLimit;
+    ULONG MaxOutboundReadLimit;
+    ULONG MaxReceiveQueueDepth;
+    ULONG MaxInitiatorQueueDepth;
+    ULONG MaxSrqDepth; /* 0: no SRQ support */
+    ULONG MaxCqDepth;
+    ULONG LargeRequestThreshold;
+    ULONG MaxCallerData;
+    ULONG MaxCalleeData;
+    ULONG AdapterFlags; /* NDK_ADAPTER_FLAG_* */
+    NDK_RDMA_TECHNOLOGY RdmaTechnology;
+} NDK_ADAPTER_INFO;
+static_assert(offsetof(NDK_ADAPTER_INFO, Version) == 0x00, "§2.5");
+static_assert(offsetof(NDK_ADAPTER_INFO, VendorId) == 0x04, "§2.5");
+static_assert(offsetof(NDK_ADAPTER_INFO, DeviceId) == 0x08, "§2.5");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxRegistrationSize) == 0x10, "§2.5");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxWindowSize) == 0x18, "§2.5");
+static_assert(offsetof(NDK_ADAPTER_INFO, FRMRPageCount) == 0x20, "§2.5");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxInitiatorRequestSge) == 0x24, "§2.5");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxReceiveRequestSge) == 0x28, "§2.5");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxReadRequestSge) == 0x2C, "§2.5");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxTransferLength) == 0x30, "§2.5");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxInlineDataSize) == 0x34, "§2.5");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxInboundReadLimit) == 0x38, "§2.5");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxOutboundReadLimit) == 0x3C, "§2.5");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxReceiveQueueDepth) == 0x40, "§2.5");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxInitiatorQueueDepth) == 0x44, "§2.5");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxSrqDepth) == 0x48, "§2.5");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxCqDepth) == 0x4C, "§2.5");
+static_assert(offsetof(NDK_ADAPTER_INFO, LargeRequestThreshold) == 0x50, "§2.5");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxCallerData) == 0x54, "§2.5");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxCalleeData) == 0x58, "§2.5");
+static_assert(offsetof(NDK_ADAPTER_INFO, AdapterFlags) == 0x5C, "§2.5");
+static_assert(offsetof(NDK_ADAPTER_INFO, RdmaTechnology) == 0x60, "§2.5");
+static_assert(sizeof(NDK_ADAPTER_INFO) == 0x68, "§2.5");
+
+/* ------------------------------------------------------------------------------------------------
+ * §2.7: consumer callbacks. All run at <= DISPATCH_LEVEL, so in ndksim they must not block.
+ * ---------------------------------------------------------------------------------------------- */
+typedef VOID (*NDK_FN_CLOSE_COMPLETION)(PVOID Context);
+typedef VOID (*NDK_FN_REQUEST_COMPLETION)(PVOID Context, NTSTATUS Status);
+typedef VOID (*NDK_FN_CREATE_COMPLETION)(PVOID Context, NTSTATUS Status,
+                                         NDK_OBJECT_HEADER *pNdkObject);
+typedef VOID (*NDK_FN_CQ_NOTIFICATION_CALLBACK)(PVOID CqNotificationContext, NTSTATUS CqStatus);
+typedef VOID (*NDK_FN_SRQ_NOTIFICATION_CALLBACK)(PVOID SrqNotificationContext, NTSTATUS SrqStatus);
+typedef VOID (*NDK_FN_CONNECT_EVENT_CALLBACK)(PVOID ConnectEventContext,
+                                              NDK_CONNECTOR *pNdkConnector);
+typedef VOID (*NDK_FN_DISCONNECT_EVENT_CALLBACK)(PVOID DisconnectEventContext);
+typedef VOID (*NDK_FN_DISCONNECT_EVENT_CALLBACK_EX)(PVOID DisconnectEventContext,
+                                                    ULONG ProviderDisconnectReason); /* 2.1 */
+
+/* ------------------------------------------------------------------------------------------------
+ * §2.7/§2.8: provider functions and dispatch tables. Member order is the binary layout.
+ * `const PSOCKADDR` / `const PVOID` parameters are const pointers to mutable data, as in Windows.
+ * ---------------------------------------------------------------------------------------------- */
+
+/* Slots 0 and 1 of every table except the adapter's (which has no close slot, §6 item 10). */
+typedef NTSTATUS (*NDK_FN_CLOSE_OBJECT)(NDK_OBJECT_HEADER *pNdkObject,
+                                        NDK_FN_CLOSE_COMPLETION CloseCompletion,
+                                        PVOID RequestContext);
+typedef NTSTATUS (*NDK_FN_QUERY_EXTENSION_INTERFACE)(NDK_OBJECT_HEADER *pNdkObject,
+                                                     GUID *ExtensionInterfaceID,
+                                                     NDK_VERSION ExtensionInterfaceVersion,
+                                                     NDK_EXTENSION_INTERFACE *pExtensionInterface);
+
+/* --- CQ ---------------------------------------------------------------------------------------- */
+typedef NTSTATUS (*NDK_FN_RESIZE_CQ)(NDK_CQ *pNdkCq, ULONG CqDepth,
+                                     NDK_FN_REQUEST_COMPLETION RequestCompletion,
+                                     PVOID RequestContext);
+typedef VOID (*NDK_FN_ARM_CQ)(NDK_CQ *pNdkCq, ULONG Type /* NDK_CQ_NOTIFY_* */);
+typedef ULONG (*NDK_FN_GET_CQ_RESULTS)(NDK_CQ *pNdkCq, NDK_RESULT Results[], ULONG nResults);
+typedef NTSTATUS (*NDK_FN_CONTROL_CQ_INTERRUPT_MODERATION)(NDK_CQ *pNdkCq,
+                                                           ULONG ModerationInterval,
+                                                           ULONG ModerationCount);
+typedef ULONG (*NDK_FN_GET_CQ_RESULTS_EX)(NDK_CQ *pNdkCq, NDK_RESULT_EX Results[],
+                                          ULONG nResults); /* 1.2 */
+
+typedef struct _NDK_CQ_DISPATCH {
+    NDK_FN_CLOSE_OBJECT NdkCloseCq;
+    NDK_FN_QUERY_EXTENSION_INTERFACE NdkQueryExtension;
+    NDK_FN_RESIZE_CQ NdkResizeCq;
+    NDK_FN_ARM_CQ NdkArmCq;
+    NDK_FN_GET_CQ_RESULTS NdkGetCqResults;
+    NDK_FN_CONTROL_CQ_INTERRUPT_MODERATION NdkControlCqInterruptModeration;
+    NDK_FN_GET_CQ_RESULTS_EX NdkGetCqResultsEx;
+} NDK_CQ_DISPATCH;
+static_assert(offsetof(NDK_CQ_DISPATCH, NdkGetCqResultsEx) == 0x30, "§2.8");
+static_assert(sizeof(NDK_CQ_DISPATCH) == 0x38, "§2.8");
+
+/* --- MR ---------------------------------------------------------------------------------------- */
+typedef NTSTATUS (*NDK_FN_REGISTER_MR)(NDK_MR *pNdkMr, MDL *Mdl /* virtually contiguous */,
+                                       SIZE_T Length, ULONG Flags /* NDK_MR_FLAG_* */,
+                                       NDK_FN_REQUEST_COMPLETION RequestCompletion,
+                                       PVOID RequestContext);
+typedef NTSTATUS (*NDK_FN_DEREGISTER_MR)(NDK_MR *pNdkMr,
+                                         NDK_FN_REQUEST_COMPLETION RequestCompletion,
+                                         PVOID RequestContext);
+typedef NTSTATUS (*NDK_FN_INITIALIZE_FAST_REGISTER_MR)(NDK_MR *pNdkMr, ULONG AdapterPageCount,
+                                                       BOOLEAN RemoteAccess,
+                                                       NDK_FN_REQUEST_COMPLETION RequestCompletion,
+                                                       PVOID RequestContext);
+typedef UINT32 (*NDK_FN_GET_REMOTE_TOKEN_FROM_MR)(NDK_MR *pNdkMr);
+typedef UINT32 (*NDK_FN_GET_LOCAL_TOKEN_FROM_MR)(NDK_MR *pNdkMr);
+
+typedef struct _NDK_MR_DISPATCH {
+    NDK_FN_CLOSE_OBJECT NdkCloseMr;
+    NDK_FN_QUERY_EXTENSION_INTERFACE NdkQueryExtension;
+    NDK_FN_REGISTER_MR NdkRegisterMr;
+    NDK_FN_DEREGISTER_MR NdkDeregisterMr;
+    NDK_FN_INITIALIZE_FAST_REGISTER_MR NdkInitializeFastRegisterMr;
+    NDK_FN_GET_REMOTE_TOKEN_FROM_MR NdkGetRemoteTokenFromMr;
+    NDK_FN_GET_LOCAL_TOKEN_FROM_MR NdkGetLocalTokenFromMr;
+} NDK_MR_DISPATCH;
+static_assert(offsetof(NDK_MR_DISPATCH, NdkGetLocalTokenFromMr) == 0x30, "§2.8");
+static_assert(sizeof(NDK_MR_DISPATCH) == 0x38, "§2.8");
+
+/* --- MW ---------------------------------------------------------------------------------------- */
+typedef UINT32 (*NDK_FN_GET_REMOTE_TOKEN_FROM_MW)(NDK_MW *pNdkMw);
+
+typedef struct _NDK_MW_DISPATCH {
+    NDK_FN_CLOSE_OBJECT NdkCloseMw;
+    NDK_FN_QUERY_EXTENSION_INTERFACE NdkQueryExtension;
+    NDK_FN_GET_REMOTE_TOKEN_FROM_MW NdkGetRemoteTokenFromMw;
+} NDK_MW_DISPATCH;
+static_assert(sizeof(NDK_MW_DISPATCH) == 0x18, "§2.8");
+
+/* --- SRQ --------------------------------------------------------------------------------------- */
+typedef NTSTATUS (*NDK_FN_MODIFY_SRQ)(NDK_SRQ *pNdkSrq, ULONG SrqDepth, ULONG NotifyThreshold,
+                                      NDK_FN_REQUEST_COMPLETION RequestCompletion,
+                                      PVOID RequestContext);
+typedef NTSTATUS (*NDK_FN_SRQ_RECEIVE)(NDK_SRQ *pNdkSrq, PVOID RequestContext,
+                                       const NDK_SGE *pSgl, ULONG nSge);
+/* Alias for the name used in ndksim's planning notes; Windows spells it NDK_FN_SRQ_RECEIVE. */
+typedef NDK_FN_SRQ_RECEIVE NDK_FN_SRQ_POST_RECEIVE;
+
+typedef struct _NDK_SRQ_DISPATCH {
+    NDK_FN_CLOSE_OBJECT NdkCloseSrq;
+    NDK_FN_QUERY_EXTENSION_INTERFACE NdkQueryExtension;
+    NDK_FN_MODIFY_SRQ NdkModifySrq;
+    NDK_FN_SRQ_RECEIVE NdkSrqReceive;
+} NDK_SRQ_DISPATCH;
+static_assert(sizeof(NDK_SRQ_DISPATCH) == 0x20, "§2.8");
+
+/* --- QP ---------------------------------------------------------------------------------------- */
+/* Posting calls never pend: SUCCESS means one CQ entry will follow (unless SILENT_SUCCESS and
+ * the request succeeds), an error means none ever will (§3.0). */
+typedef VOID (*NDK_FN_FLUSH)(NDK_QP *pNdkQp);
+typedef NTSTATUS (*NDK_FN_SEND)(NDK_QP *pNdkQp, PVOID RequestContext, const NDK_SGE *pSgl,
+                                ULONG nSge, ULONG Flags);
+typedef NTSTATUS (*NDK_FN_RECEIVE)(NDK_QP *pNdkQp, PVOID RequestContext, const NDK_SGE *pSgl,
+                                   ULONG nSge);
+typedef NTSTATUS (*NDK_FN_BIND)(NDK_QP *pNdkQp, PVOID RequestContext, NDK_MR *pMr, NDK_MW *pMw,
+                                PVOID VirtualAddress, SIZE_T Length, ULONG Flags);
+typedef NTSTATUS (*NDK_FN_FAST_REGISTER)(NDK_QP *pNdkQp, PVOID RequestContext, NDK_MR *pMr,
+                                         ULONG AdapterPageCount,
+                                         const NDK_LOGICAL_ADDRESS *AdapterPageArray, ULONG FBO,
+                                         SIZE_T Length, PVOID BaseVirtualAddress, ULONG Flags);
+typedef NTSTATUS (*NDK_FN_INVALIDATE)(NDK_QP *pNdkQp, PVOID RequestContext,
+                                      NDK_OBJECT_HEADER *pNdkMrOrMw, ULONG Flags);
+typedef NTSTATUS (*NDK_FN_READ)(NDK_QP *pNdkQp, PVOID RequestContext, const NDK_SGE *pSgl,
+                                ULONG nSge, UINT64 RemoteAddress, UINT32 RemoteToken,
+                                ULONG Flags);
+typedef NTSTATUS (*NDK_FN_WRITE)(NDK_QP *pNdkQp, PVOID RequestContext, const NDK_SGE *pSgl,
+                                 ULONG nSge, UINT64 RemoteAddress, UINT32 RemoteToken,
+                                 ULONG Flags);
+/* 1.2. Unlike Read/Write, Flags comes before the token. */
+typedef NTSTATUS (*NDK_FN_SEND_AND_INVALIDATE)(NDK_QP *pNdkQp, PVOID RequestContext,
+                                               const NDK_SGE *pSgl, ULONG nSge, ULONG Flags,
+                                               UINT32 RemoteToken);
+
+typedef struct _NDK_QP_DISPATCH {
+    NDK_FN_CLOSE_OBJECT NdkCloseQp;
+    NDK_FN_QUERY_EXTENSION_INTERFACE NdkQueryExtension;
+    NDK_FN_FLUSH NdkFlush;
+    NDK_FN_SEND NdkSend;
+    NDK_FN_RECEIVE NdkReceive;
+    NDK_FN_BIND NdkBind;
+    NDK_FN_FAST_REGISTER NdkFastRegister;
+    NDK_FN_INVALIDATE NdkInvalidate;
+    NDK_FN_READ NdkRead;
+    NDK_FN_WRITE NdkWrite;
+    NDK_FN_SEND_AND_INVALIDATE NdkSendAndInvalidate;
+} NDK_QP_DISPATCH;
+static_assert(offsetof(NDK_QP_DISPATCH, NdkFlush) == 0x10, "§2.8");
+static_assert(offsetof(NDK_QP_DISPATCH, NdkSend) == 0x18, "§2.8");
+static_assert(offsetof(NDK_QP_DISPATCH, NdkReceive) == 0x20, "§2.8");
+static_assert(offsetof(NDK_QP_DISPATCH, NdkBind) == 0x28, "§2.8");
+static_assert(offsetof(NDK_QP_DISPATCH, NdkFastRegister) == 0x30, "§2.8");
+static_assert(offsetof(NDK_QP_DISPATCH, NdkInvalidate) == 0x38, "§2.8");
+static_assert(offsetof(NDK_QP_DISPATCH, NdkRead) == 0x40, "§2.8");
+static_assert(offsetof(NDK_QP_DISPATCH, NdkWrite) == 0x48, "§2.8");
+static_assert(offsetof(NDK_QP_DISPATCH, NdkSendAndInvalidate) == 0x50, "§2.8");
+static_assert(sizeof(NDK_QP_DISPATCH) == 0x58, "§2.8");
+
+/* --- PD ---------------------------------------------------------------------------------------- */
+/* Create calls: a PENDING return delivers the object only through CreateCompletion and leaves
+ * the pp out-parameter unwritten (§3.0). */
+typedef NTSTATUS (*NDK_FN_CREATE_MR)(NDK_PD *pNdkPd, BOOLEAN FastRegister,
+                                     NDK_FN_CREATE_COMPLETION CreateCompletion,
+                                     PVOID RequestContext, NDK_MR **ppNdkMr);
+typedef NTSTATUS (*NDK_FN_CREATE_MW)(NDK_PD *pNdkPd, NDK_FN_CREATE_COMPLETION CreateCompletion,
+                                     PVOID RequestContext, NDK_MW **ppNdkMw);
+typedef NTSTATUS (*NDK_FN_CREATE_SRQ)(NDK_PD *pNdkPd, ULONG SrqDepth, ULONG MaxReceiveRequestSge,
+                                      ULONG NotifyThreshold,
+                                      NDK_FN_SRQ_NOTIFICATION_CALLBACK SrqNotification,
+                                      PVOID SrqNotificationContext, GROUP_AFFINITY *Affinity,
+                                      NDK_FN_CREATE_COMPLETION CreateCompletion,
+                                      PVOID RequestContext, NDK_SRQ **ppNdkSrq);
+typedef NTSTATUS (*NDK_FN_CREATE_QP)(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pInitiatorCq,
+                                     PVOID QPContext, ULONG ReceiveQueueDepth,
+                                     ULONG InitiatorQueueDepth, ULONG MaxReceiveRequestSge,
+                                     ULONG MaxInitiatorRequestSge, ULONG InlineDataSize,
+                                     NDK_FN_CREATE_COMPLETION CreateCompletion,
+                                     PVOID RequestContext, NDK_QP **ppNdkQp);
+typedef NTSTATUS (*NDK_FN_CREATE_QP_WITH_SRQ)(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq,
+                                              NDK_CQ *pInitiatorCq, NDK_SRQ *pSrq,
+                                              PVOID QPContext, ULONG InitiatorQueueDepth,
+                                              ULONG MaxInitiatorRequestSge, ULONG InlineDataSize,
+                                              NDK_FN_CREATE_COMPLETION CreateCompletion,
+                                              PVOID RequestContext, NDK_QP **ppNdkQp);
+typedef VOID (*NDK_FN_GET_PRIVILEGED_MEMORY_REGION_TOKEN)(NDK_PD *pNdkPd, UINT32 *pToken);
+
+typedef struct _NDK_PD_DISPATCH {
+    NDK_FN_CLOSE_OBJECT NdkClosePd;
+    NDK_FN_QUERY_EXTENSION_INTERFACE NdkQueryExtension;
+    NDK_FN_CREATE_MR NdkCreateMr;
+    NDK_FN_CREATE_MW NdkCreateMw;
+    NDK_FN_CREATE_SRQ NdkCreateSrq;
+    NDK_FN_CREATE_QP NdkCreateQp;
+    NDK_FN_CREATE_QP_WITH_SRQ NdkCreateQpWithSrq;
+    NDK_FN_GET_PRIVILEGED_MEMORY_REGION_TOKEN NdkGetPrivilegedMemoryRegionToken;
+} NDK_PD_DISPATCH;
+static_assert(offsetof(NDK_PD_DISPATCH, NdkGetPrivilegedMemoryRegionToken) == 0x38, "§2.8");
+static_assert(sizeof(NDK_PD_DISPATCH) == 0x40, "§2.8");
+
+/* --- Shared endpoint --------------------------------------------------------------------------- */
+/* The three GetLocalAddress slots (shared endpoint, connector, listener) have distinct typedefs
+ * because their first parameter differs; names as in the Windows header. */
+typedef NTSTATUS (*NDK_FN_GET_SHARED_ENDPOINT_LOCAL_ADDRESS)(
+    NDK_SHARED_ENDPOINT *pNdkSharedEndpoint, PSOCKADDR pAddress, ULONG *pAddressLength);
+
+typedef struct _NDK_SHARED_ENDPOINT_DISPATCH {
+    NDK_FN_CLOSE_OBJECT NdkCloseSharedEndpoint;
+    NDK_FN_QUERY_EXTENSION_INTERFACE NdkQueryExtension;
+    NDK_FN_GET_SHARED_ENDPOINT_LOCAL_ADDRESS NdkGetLocalAddress;
+} NDK_SHARED_ENDPOINT_DISPATCH;
+static_assert(sizeof(NDK_SHARED_ENDPOINT_DISPATCH) == 0x18, "§2.8");
+
+/* --- Connector --------------------------------------------------------------------------------- */
+typedef NTSTATUS (*NDK_FN_CONNECT)(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
+                                   const PSOCKADDR pSrcAddress, ULONG SrcAddressLength,
+                                   const PSOCKADDR pDestAddress, ULONG DestAddressLength,
+                                   ULONG InboundReadLimit, ULONG OutboundReadLimit,
+                                   const PVOID pPrivateData, ULONG PrivateDataLength,
+                                   NDK_FN_REQUEST_COMPLETION RequestCompletion,
+                                   PVOID RequestContext);
+typedef NTSTATUS (*NDK_FN_CONNECT_WITH_SHARED_ENDPOINT)(
+    NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp, NDK_SHARED_ENDPOINT *pNdkSharedEndpoint,
+    const PSOCKADDR pDestAddress, ULONG DestAddressLength, ULONG InboundReadLimit,
+    ULONG OutboundReadLimit, const PVOID pPrivateData, ULONG PrivateDataLength,
+    NDK_FN_REQUEST_COMPLETION RequestCompletion, PVOID RequestContext);
+typedef NTSTATUS (*NDK_FN_COMPLETE_CONNECT)(NDK_CONNECTOR *pNdkConnector,
+                                            NDK_FN_DISCONNECT_EVENT_CALLBACK DisconnectEvent,
+                                            PVOID DisconnectEventContext,
+                                            NDK_FN_REQUEST_COMPLETION RequestCompletion,
+                                            PVOID RequestContext);
+typedef NTSTATUS (*NDK_FN_ACCEPT)(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
+                                  ULONG InboundReadLimit, ULONG OutboundReadLimit,
+                                  const PVOID pPrivateData, ULONG PrivateDataLength,
+                                  NDK_FN_DISCONNECT_EVENT_CALLBACK DisconnectEvent,
+                                  PVOID DisconnectEventContext,
+                                  NDK_FN_REQUEST_COMPLETION RequestCompletion,
+                                  PVOID RequestContext);
+typedef NTSTATUS (*NDK_FN_REJECT)(NDK_CONNECTOR *pNdkConnector, const PVOID pPrivateData,
+                                  ULONG PrivateDataLength); /* synchronous */
+typedef NTSTATUS (*NDK_FN_GET_CONNECTION_DATA)(NDK_CONNECTOR *pNdkConnector,
+                                               ULONG *pInboundReadLimit, ULONG *pOutboundReadLimit,
+                                               PVOID pPrivateData, ULONG *pPrivateDataLength);
+typedef NTSTATUS (*NDK_FN_GET_LOCAL_ADDRESS)(NDK_CONNECTOR *pNdkConnector, PSOCKADDR pAddress,
+                                             ULONG *pAddressLength);
+typedef NTSTATUS (*NDK_FN_GET_PEER_ADDRESS)(NDK_CONNECTOR *pNdkConnector, PSOCKADDR pAddress,
+                                            ULONG *pAddressLength);
+typedef NTSTATUS (*NDK_FN_DISCONNECT)(NDK_CONNECTOR *pNdkConnector,
+                                      NDK_FN_REQUEST_COMPLETION RequestCompletion,
+                                      PVOID RequestContext);
+/* 2.1: as CompleteConnect/Accept, with the disconnect callback that receives a reason code. */
+typedef NTSTATUS (*NDK_FN_COMPLETE_CONNECT_EX)(NDK_CONNECTOR *pNdkConnector,
+                                               NDK_FN_DISCONNECT_EVENT_CALLBACK_EX DisconnectEvent,
+                                               PVOID DisconnectEventContext,
+                                               NDK_FN_REQUEST_COMPLETION RequestCompletion,
+                                               PVOID RequestContext);
+typedef NTSTATUS (*NDK_FN_ACCEPT_EX)(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
+                                     ULONG InboundReadLimit, ULONG OutboundReadLimit,
+                                     const PVOID pPrivateData, ULONG PrivateDataLength,
+                                     NDK_FN_DISCONNECT_EVENT_CALLBACK_EX DisconnectEvent,
+                                     PVOID DisconnectEventContext,
+                                     NDK_FN_REQUEST_COMPLETION RequestCompletion,
+                                     PVOID RequestContext);
+
+/* 1.x providers fill the first 0x58 bytes; the two 2.1 slots are appended (§2.8). */
+typedef struct _NDK_CONNECTOR_DISPATCH {
+    NDK_FN_CLOSE_OBJECT NdkCloseConnector;
+    NDK_FN_QUERY_EXTENSION_INTERFACE NdkQueryExtension;
+    NDK_FN_CONNECT NdkConnect;
+    NDK_FN_CONNECT_WITH_SHARED_ENDPOINT NdkConnectWithSharedEndpoint;
+    NDK_FN_COMPLETE_CONNECT NdkCompleteConnect;
+    NDK_FN_ACCEPT NdkAccept;
+    NDK_FN_REJECT NdkReject;
+    NDK_FN_GET_CONNECTION_DATA NdkGetConnectionData;
+    NDK_FN_GET_LOCAL_ADDRESS NdkGetLocalAddress;
+    NDK_FN_GET_PEER_ADDRESS NdkGetPeerAddress;
+    NDK_FN_DISCONNECT NdkDisconnect;
+    NDK_FN_COMPLETE_CONNECT_EX NdkCompleteConnectEx; /* 2.1 */
+    NDK_FN_ACCEPT_EX NdkAcceptEx;                    /* 2.1 */
+} NDK_CONNECTOR_DISPATCH;
+static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkConnect) == 0x10, "§2.8");
+static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkConnectWithSharedEndpoint) == 0x18, "§2.8");
+static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkCompleteConnect) == 0x20, "§2.8");
+static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkAccept) == 0x28, "§2.8");
+static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkReject) == 0x30, "§2.8");
+static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkGetConnectionData) == 0x38, "§2.8");
+static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkGetLocalAddress) == 0x40, "§2.8");
+static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkGetPeerAddress) == 0x48, "§2.8");
+static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkDisconnect) == 0x50, "§2.8");
+static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkCompleteConnectEx) == 0x58, "§2.8");
+static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkAcceptEx) == 0x60, "§2.8");
+static_assert(sizeof(NDK_CONNECTOR_DISPATCH) == 0x68, "§2.8");
+
+/* --- Listener ---------------------------------------------------------------------------------- */
+typedef NTSTATUS (*NDK_FN_LISTEN)(NDK_LISTENER *pNdkListener, const PSOCKADDR pAddress,
+                                  ULONG AddressLength, NDK_FN_REQUEST_COMPLETION RequestCompletion,
+                                  PVOID RequestContext);
+typedef NTSTATUS (*NDK_FN_GET_LISTENER_LOCAL_ADDRESS)(NDK_LISTENER *pNdkListener,
+                                                      PSOCKADDR pAddress, ULONG *pAddressLength);
+typedef VOID (*NDK_FN_CONTROL_CONNECT_EVENTS)(NDK_LISTENER *pNdkListener, BOOLEAN Pause);
+
+typedef struct _NDK_LISTENER_DISPATCH {
+    NDK_FN_CLOSE_OBJECT NdkCloseListener;
+    NDK_FN_QUERY_EXTENSION_INTERFACE NdkQueryExtension;
+    NDK_FN_LISTEN NdkListen;
+    NDK_FN_GET_LISTENER_LOCAL_ADDRESS NdkGetLocalAddress;
+    NDK_FN_CONTROL_CONNECT_EVENTS NdkControlConnectEvents;
+} NDK_LISTENER_DISPATCH;
+static_assert(sizeof(NDK_LISTENER_DISPATCH) == 0x28, "§2.8");
+
+/* --- Adapter ----------------------------------------------------------------------------------- */
+/* PASSIVE_LEVEL and blocking, unlike every other provider function (§3.17). */
+typedef NTSTATUS (*NDK_FN_QUERY_ADAPTER_INFO)(NDK_ADAPTER *pNdkAdapter, NDK_ADAPTER_INFO *pInfo,
+                                              ULONG *pBufferSize);
+typedef NTSTATUS (*NDK_FN_CREATE_CQ)(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
+                                     NDK_FN_CQ_NOTIFICATION_CALLBACK CqNotification,
+                                     PVOID CqNotificationContext, GROUP_AFFINITY *Affinity,
+                                     NDK_FN_CREATE_COMPLETION CreateCompletion,
+                                     PVOID RequestContext, NDK_CQ **ppNdkCq);
+typedef NTSTATUS (*NDK_FN_CREATE_PD)(NDK_ADAPTER *pNdkAdapter,
+                                     NDK_FN_CREATE_COMPLETION CreateCompletion,
+                                     PVOID RequestContext, NDK_PD **ppNdkPd);
+typedef NTSTATUS (*NDK_FN_CREATE_SHARED_ENDPOINT)(NDK_ADAPTER *pNdkAdapter,
+                                                  const PSOCKADDR pAddress, ULONG AddressLength,
+                                                  NDK_FN_CREATE_COMPLETION CreateCompletion,
+                                                  PVOID RequestContext,
+                                                  NDK_SHARED_ENDPOINT **ppNdkSharedEndpoint);
+typedef NTSTATUS (*NDK_FN_CREATE_CONNECTOR)(NDK_ADAPTER *pNdkAdapter,
+                                            NDK_FN_CREATE_COMPLETION CreateCompletion,
+                                            PVOID RequestContext, NDK_CONNECTOR **ppNdkConnector);
+typedef NTSTATUS (*NDK_FN_CREATE_LISTENER)(NDK_ADAPTER *pNdkAdapter,
+                                           NDK_FN_CONNECT_EVENT_CALLBACK ConnectEvent,
+                                           PVOID ConnectEventContext,
+                                           NDK_FN_CREATE_COMPLETION CreateCompletion,
+                                           PVOID RequestContext, NDK_LISTENER **ppNdkListener);
+/* §6 item 13: RequestCompletion is optional in the header, required in the DDI page. */
+typedef NTSTATUS (*NDK_FN_BUILD_LAM)(NDK_ADAPTER *pNdkAdapter, MDL *Mdl /* virtually contiguous */,
+                                     SIZE_T Length, NDK_FN_REQUEST_COMPLETION RequestCompletion,
+                                     PVOID RequestContext, NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM,
+                                     ULONG *pLAMSize, ULONG *pFBO);
+typedef VOID (*NDK_FN_RELEASE_LAM)(NDK_ADAPTER *pNdkAdapter, NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM);
+
+/* No close slot: NDIS closes the adapter through CLOSE_NDK_ADAPTER_HANDLER (§2.6). */
+typedef struct _NDK_ADAPTER_DISPATCH {
+    NDK_FN_QUERY_EXTENSION_INTERFACE NdkQueryExtension;
+    NDK_FN_QUERY_ADAPTER_INFO NdkQueryAdapterInfo;
+    NDK_FN_CREATE_CQ NdkCreateCq;
+    NDK_FN_CREATE_PD NdkCreatePd;
+    NDK_FN_CREATE_SHARED_ENDPOINT NdkCreateSharedEndpoint;
+    NDK_FN_CREATE_CONNECTOR NdkCreateConnector;
+    NDK_FN_CREATE_LISTENER NdkCreateListener;
+    NDK_FN_BUILD_LAM NdkBuildLAM;
+    NDK_FN_RELEASE_LAM NdkReleaseLAM;
+} NDK_ADAPTER_DISPATCH;
+static_assert(offsetof(NDK_ADAPTER_DISPATCH, NdkQueryAdapterInfo) == 0x08, "§2.8");
+static_assert(offsetof(NDK_ADAPTER_DISPATCH, NdkCreateCq) == 0x10, "§2.8");
+static_assert(offsetof(NDK_ADAPTER_DISPATCH, NdkCreatePd) == 0x18, "§2.8");
+static_assert(offsetof(NDK_ADAPTER_DISPATCH, NdkCreateSharedEndpoint) == 0x20, "§2.8");
+static_assert(offsetof(NDK_ADAPTER_DISPATCH, NdkCreateConnector) == 0x28, "§2.8");
+static_assert(offsetof(NDK_ADAPTER_DISPATCH, NdkCreateListener) == 0x30, "§2.8");
+static_assert(offsetof(NDK_ADAPTER_DISPATCH, NdkBuildLAM) == 0x38, "§2.8");
+static_assert(offsetof(NDK_ADAPTER_DISPATCH, NdkReleaseLAM) == 0x40, "§2.8");
+static_assert(sizeof(NDK_ADAPTER_DISPATCH) == 0x48, "§2.8");
+
+/* --- Unofficial ------------------------------------------------------------------------------- */
+/* §6 item 16: declared in the header copy but referenced by no dispatch table and no document.
+ * Kept for completeness; ndksim neither implements nor calls them. */
+typedef NTSTATUS (*NDK_FN_QUERY_ADAPTER_INFO_EX)(NDK_ADAPTER *pNdkAdapter, NDK_VERSION Version,
+                                                 NDK_ADAPTER_INFO *pInfo, ULONG *pBufferSize);
+typedef NTSTATUS (*NDK_FN_DISCONNECT_EX)(NDK_CONNECTOR *pNdkConnector, BOOLEAN Abortive,
+                                         NDK_FN_REQUEST_COMPLETION RequestCompletion,
+                                         PVOID RequestContext);
+
+/* ------------------------------------------------------------------------------------------------
+ * §2.1: the objects. Each is a header plus its dispatch table; the provider sets Dispatch before
+ * handing the object out and never reads it again (the consumer may interpose its own table).
+ * ---------------------------------------------------------------------------------------------- */
+typedef struct _NDK_ADAPTER {
+    NDK_OBJECT_HEADER Header;
+    const NDK_ADAPTER_DISPATCH *Dispatch;
+} NDK_ADAPTER;
+typedef struct _NDK_CQ {
+    NDK_OBJECT_HEADER Header;
+    const NDK_CQ_DISPATCH *Dispatch;
+} NDK_CQ;
+typedef struct _NDK_MR {
+    NDK_OBJECT_HEADER Header;
+    const NDK_MR_DISPATCH *Dispatch;
+} NDK_MR;
+typedef struct _NDK_MW {
+    NDK_OBJECT_HEADER Header;
+    const NDK_MW_DISPATCH *Dispatch;
+} NDK_MW;
+typedef struct _NDK_SRQ {
+    NDK_OBJECT_HEADER Header;
+    const NDK_SRQ_DISPATCH *Dispatch;
+} NDK_SRQ;
+typedef struct _NDK_QP {
+    NDK_OBJECT_HEADER Header;
+    const NDK_QP_DISPATCH *Dispatch;
+} NDK_QP;
+typedef struct _NDK_PD {
+    NDK_OBJECT_HEADER Header;
+    const NDK_PD_DISPATCH *Dispatch;
+} NDK_PD;
+typedef struct _NDK_SHARED_ENDPOINT {
+    NDK_OBJECT_HEADER Header;
+    const NDK_SHARED_ENDPOINT_DISPATCH *Dispatch;
+} NDK_SHARED_ENDPOINT;
+typedef struct _NDK_CONNECTOR {
+    NDK_OBJECT_HEADER Header;
+    const NDK_CONNECTOR_DISPATCH *Dispatch;
+} NDK_CONNECTOR;
+typedef struct _NDK_LISTENER {
+    NDK_OBJECT_HEADER Header;
+    const NDK_LISTENER_DISPATCH *Dispatch;
+} NDK_LISTENER;
+
+#define NDKSIM_PIN_OBJECT(T)                                                  \
+    static_assert(offsetof(T, Header) == 0x00, "§2.1: " #T ".Header");      \
+    static_assert(offsetof(T, Dispatch) == 0x28, "§2.1: " #T ".Dispatch"); \
+    static_assert(sizeof(T) == 0x30, "§2.1: sizeof " #T)
+NDKSIM_PIN_OBJECT(NDK_ADAPTER);
+NDKSIM_PIN_OBJECT(NDK_CQ);
+NDKSIM_PIN_OBJECT(NDK_MR);
+NDKSIM_PIN_OBJECT(NDK_MW);
+NDKSIM_PIN_OBJECT(NDK_SRQ);
+NDKSIM_PIN_OBJECT(NDK_QP);
+NDKSIM_PIN_OBJECT(NDK_PD);
+NDKSIM_PIN_OBJECT(NDK_SHARED_ENDPOINT);
+NDKSIM_PIN_OBJECT(NDK_CONNECTOR);
+NDKSIM_PIN_OBJECT(NDK_LISTENER);
+#undef NDKSIM_PIN_OBJECT
+
+/* ------------------------------------------------------------------------------------------------
+ * §2.6: NDIS glue (ndisndk.h). The miniport registers open/close handlers; the adapter is
+ * closed only through CloseNDKAdapterHandler, which blocks until every descendant's callbacks
+ * have returned.
+ * ---------------------------------------------------------------------------------------------- */
+#ifdef NDKSIM_PORTABLE_TYPES
+typedef struct _NDIS_OBJECT_HEADER {
+    UCHAR Type;
+    UCHAR Revision;
+    USHORT Size;
+} NDIS_OBJECT_HEADER, *PNDIS_OBJECT_HEADER;
+#endif
+
+/* NDIS >= 6.50 appends SwitchId and VPortId (NIC-switch ids); ndksim models no NIC switch. */
+typedef struct _NDIS_OPEN_NDK_ADAPTER_PARAMETERS {
+    NDK_VERSION Version; /* major + lowest acceptable minor (§1.1) */
+} NDIS_OPEN_NDK_ADAPTER_PARAMETERS, *PNDIS_OPEN_NDK_ADAPTER_PARAMETERS;
+
+typedef NDIS_STATUS (*OPEN_NDK_ADAPTER_HANDLER)(NDIS_HANDLE MiniportAdapterContext,
+                                                PNDIS_OPEN_NDK_ADAPTER_PARAMETERS Parameters,
+                                                NDK_ADAPTER **ppNdkAdapter);
+typedef VOID (*CLOSE_NDK_ADAPTER_HANDLER)(NDIS_HANDLE MiniportAdapterContext,
+                                          NDK_ADAPTER *pNdkAdapter);
+
+typedef struct _NDIS_NDK_PROVIDER_CHARACTERISTICS {
+    NDIS_OBJECT_HEADER Header; /* Revision = NDIS_NDK_PROVIDER_CHARACTERISTICS_REVISION_1 */
+    ULONG Flags;               /* reserved, 0 */
+    OPEN_NDK_ADAPTER_HANDLER OpenNDKAdapterHandler;
+    CLOSE_NDK_ADAPTER_HANDLER CloseNDKAdapterHandler;
+} NDIS_NDK_PROVIDER_CHARACTERISTICS, *PNDIS_NDK_PROVIDER_CHARACTERISTICS;
+
+/* NDIS-level capability record (§2.6). */
+typedef struct _NDIS_NDK_CAPABILITIES {
+    NDIS_OBJECT_HEADER Header;
+    ULONG Flags;
+    ULONG MaxQpCount;
+    ULONG MaxCqCount;
+    ULONG MaxMrCount;
+    ULONG MaxPdCount;
+    ULONG MaxInboundReadLimit;
+    ULONG MaxOutboundReadLimit;
+    ULONG MaxMwCount;
+    ULONG MaxSrqCount;
+    ULONG64 MissingCounterMask;
+    NDK_ADAPTER_INFO *NdkInfo;
+} NDIS_NDK_CAPABILITIES, *PNDIS_NDK_CAPABILITIES;
+static_assert(sizeof(NDIS_NDK_CAPABILITIES) == 0x38, "§2.6");
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* NDKSIM_NDKPI_H_ */

@@ -1,0 +1,108 @@
+// The simulator's front door: a fabric of simulated nodes, each with one RNIC, joined by links,
+// and the clock that drives them. Consumers open NDK_ADAPTERs on nodes and run simulated time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ndkpi.h"
+#include "ndksim/profile.h"
+#include "ndksim/time.h"
+#include "ndksim/trace.h"
+
+namespace ndksim {
+
+namespace hw {
+class Nic;
+}
+
+struct FabricConfig {
+  std::uint64_t seed = 1;  // every random choice of the model derives from it
+  HardwareProfile profile = profiles::kConnectX100GbeRoce;
+};
+
+struct NodeConfig {
+  std::string name;
+  // IPv4 ("192.0.2.1") or IPv6 ("2001:db8::1") addresses owned by the node's NIC.
+  std::vector<std::string> addresses;
+};
+
+// Counters of one node's NIC.
+struct NodeCounters {
+  std::uint64_t doorbells = 0;
+  std::uint64_t wqes_fetched = 0;
+  std::uint64_t wqes_executed = 0;
+  std::uint64_t packets_sent = 0;
+  std::uint64_t packets_received = 0;
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t dma_reads = 0;
+  std::uint64_t dma_read_bytes = 0;
+  std::uint64_t dma_writes = 0;
+  std::uint64_t dma_write_bytes = 0;
+  std::uint64_t cqes_written = 0;
+  std::uint64_t interrupts = 0;
+  std::uint64_t naks_sent = 0;
+  std::uint64_t rnr_naks_sent = 0;
+  std::uint64_t retransmissions = 0;
+  std::uint64_t fence_stalls = 0;
+  std::uint64_t protection_faults = 0;
+};
+
+class Node {
+ public:
+  std::string_view Name() const;
+  // The NDIS open path (OPEN_NDK_ADAPTER_HANDLER): NDIS_STATUS_BAD_VERSION unless the major
+  // version is 1 or 2 and the minor does not exceed what the provider implements.
+  NTSTATUS OpenAdapter(NDK_VERSION version, NDK_ADAPTER** adapter);
+  // The NDIS close path (CLOSE_NDK_ADAPTER_HANDLER). Blocking: every callback of every descendant
+  // object has returned when it returns.
+  void CloseAdapter(NDK_ADAPTER* adapter);
+  NodeCounters Counters() const;
+  hw::Nic& Nic();
+
+  struct Impl;
+  explicit Node(std::unique_ptr<Impl> impl);
+  ~Node();
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+class Fabric {
+ public:
+  // Throws ConfigurationError if the profile is invalid.
+  explicit Fabric(FabricConfig config = {});
+  ~Fabric();
+  Fabric(const Fabric&) = delete;
+  Fabric& operator=(const Fabric&) = delete;
+
+  // Adds a node. Nodes are joined back to back when there are two, through one switch otherwise.
+  // Throws ConfigurationError for an unparsable or duplicate address.
+  Node& AddNode(const NodeConfig& config);
+  Node& GetNode(std::size_t index);
+  std::size_t NodeCount() const;
+
+  TimePoint Now() const;
+  // Runs until nothing is left to do. Returns the number of events run.
+  std::uint64_t RunUntilIdle();
+  // Runs everything scheduled up to Now() + d, then sets the clock to Now() + d.
+  std::uint64_t RunFor(Duration d);
+  // Runs until `done()` holds (checked after every event), nothing is left to do, or `limit` of
+  // simulated time has passed. Returns whether `done()` held.
+  bool RunUntil(const std::function<bool()>& done, Duration limit = Milliseconds(1000));
+
+  std::uint64_t Seed() const;
+  const HardwareProfile& Profile() const;
+  Tracer& Trace();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ndksim

@@ -1,0 +1,87 @@
+// Simulated time: integer picoseconds as strong types, and clock domains that turn cycles into time.
+// Nothing in the model reads the wall clock; every timestamp is a TimePoint on SimClock.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <fmt/format.h>
+
+namespace ndksim {
+
+// The simulated clock. It has no now(): only the fabric's event queue knows the current time.
+struct SimClock {
+  using rep = std::int64_t;
+  using period = std::pico;
+  using duration = std::chrono::duration<rep, period>;
+  using time_point = std::chrono::time_point<SimClock, duration>;
+  static constexpr bool is_steady = true;
+};
+
+using Duration = SimClock::duration;     // a span of simulated time, in picoseconds
+using TimePoint = SimClock::time_point;  // an instant of simulated time
+
+constexpr Duration Picoseconds(std::int64_t v) { return Duration{v}; }
+constexpr Duration Nanoseconds(std::int64_t v) { return Duration{v * 1000}; }
+constexpr Duration Microseconds(std::int64_t v) { return Duration{v * 1000 * 1000}; }
+constexpr Duration Milliseconds(std::int64_t v) { return Duration{v * 1000 * 1000 * 1000}; }
+
+// Convert a simulated duration to floating-point nanoseconds for reports (never for the model).
+constexpr double ToNanoseconds(Duration d) { return static_cast<double>(d.count()) / 1000.0; }
+constexpr double ToMicroseconds(Duration d) { return static_cast<double>(d.count()) / 1e6; }
+constexpr double ToNanoseconds(TimePoint t) { return ToNanoseconds(t.time_since_epoch()); }
+
+// A count of clock cycles. It has meaning only inside a ClockDomain.
+struct Cycles {
+  std::int64_t count = 0;
+  constexpr auto operator<=>(const Cycles&) const = default;
+};
+
+// A clock of a given frequency; the only way to turn Cycles into Duration.
+class ClockDomain {
+ public:
+  constexpr explicit ClockDomain(std::int64_t megahertz = 1000) : megahertz_(megahertz) {}
+  constexpr std::int64_t Megahertz() const { return megahertz_; }
+  // Period rounded to whole picoseconds; exact for the round frequencies profiles use.
+  constexpr Duration Period() const { return Picoseconds(1'000'000 / megahertz_); }
+  constexpr Duration ToDuration(Cycles c) const { return Picoseconds(c.count * 1'000'000 / megahertz_); }
+
+ private:
+  std::int64_t megahertz_;
+};
+
+__extension__ using Uint128 = unsigned __int128;  // for overflow-free rate arithmetic
+
+// A data rate in bits per second; turns byte counts into serialization time.
+struct BitRate {
+  std::int64_t bits_per_second = 0;
+  // Time to move `bytes` at this rate, rounded up to a whole picosecond.
+  constexpr Duration TimeFor(std::uint64_t bytes) const {
+    if (bits_per_second <= 0) return Duration::zero();
+    // bytes * 8e12 / bps, split to stay inside 64 bits for messages up to several GiB.
+    const auto bps = static_cast<Uint128>(bits_per_second);
+    const Uint128 num = static_cast<Uint128>(bytes) * 8u * 1'000'000'000'000u;
+    return Picoseconds(static_cast<std::int64_t>((num + bps - 1) / bps));
+  }
+  constexpr double Gbps() const { return static_cast<double>(bits_per_second) / 1e9; }
+};
+
+constexpr BitRate GigabitsPerSecond(std::int64_t g) { return BitRate{g * 1'000'000'000}; }
+constexpr BitRate MegabitsPerSecond(std::int64_t m) { return BitRate{m * 1'000'000}; }
+
+}  // namespace ndksim
+
+template <>
+struct fmt::formatter<ndksim::TimePoint> : fmt::formatter<std::int64_t> {
+  template <typename Ctx>
+  auto format(ndksim::TimePoint t, Ctx& ctx) const {
+    return fmt::formatter<std::int64_t>::format(t.time_since_epoch().count(), ctx);
+  }
+};
+
+template <>
+struct fmt::formatter<ndksim::Duration> : fmt::formatter<std::int64_t> {
+  template <typename Ctx>
+  auto format(ndksim::Duration d, Ctx& ctx) const {
+    return fmt::formatter<std::int64_t>::format(d.count(), ctx);
+  }
+};

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Configures and builds ndksim into build/ (or build-<sanitizer>/ when NDKSIM_SANITIZE is set).
+# Usage: scripts/build.sh [extra cmake arguments]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+
+sanitize="${NDKSIM_SANITIZE:-}"
+dir="build"
+[ -n "$sanitize" ] && dir="build-${sanitize//,/-}"
+jobs="${NDKSIM_JOBS:-$(nproc)}"
+
+cmake -S . -B "$dir" -G Ninja -DNDKSIM_SANITIZE="$sanitize" "$@" >/dev/null
+cmake --build "$dir" -j "$jobs"
+echo "$dir"

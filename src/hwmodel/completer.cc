@@ -1,0 +1,296 @@
+// Completer: acknowledgement processing, read-response placement, in-order retirement, retries.
+#include "hwmodel/completer.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "hwmodel/completion_engine.h"
+#include "hwmodel/contexts.h"
+#include "hwmodel/pcie_link.h"
+#include "hwmodel/port.h"
+#include "hwmodel/requester.h"
+#include "hwmodel/translation.h"
+#include "hwmodel/wqe_fetch.h"
+#include "ndksim/trace.h"
+
+namespace ndksim::hw {
+
+namespace {
+
+bool IsRead(const WqeDescriptor& d) { return d.control.opcode == WqeOpcode::kRead; }
+
+CompletionSyndrome FromNak(AckSyndrome s) {
+  switch (s) {
+    case AckSyndrome::kRemoteAccessError: return CompletionSyndrome::kRemoteAccessError;
+    case AckSyndrome::kRemoteOperationError: return CompletionSyndrome::kRemoteOperationError;
+    case AckSyndrome::kRemoteInvalidRequest: return CompletionSyndrome::kRemoteInvalidRequest;
+    default: return CompletionSyndrome::kRemoteInvalidRequest;
+  }
+}
+
+// Scatters `length` bytes at message offset `offset` into the SGEs of `d`. False if a translation
+// fails.
+bool ScatterPayload(Nic& nic, const QpContext& qp, const WqeDescriptor& d, std::uint64_t offset,
+                    const std::byte* data, std::uint32_t length) {
+  std::uint64_t skip = offset;
+  for (std::uint32_t s = 0; s < d.control.sge_count && length > 0; ++s) {
+    const WqeDataSegment& sge = d.sges[s];
+    if (skip >= sge.length) {
+      skip -= sge.length;
+      continue;
+    }
+    const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(sge.length - skip, length));
+    const TranslationResult t =
+        nic.Tpt().Check(MemoryKey{sge.local_key}, qp.pd, sge.address + skip, n, access::kLocalWrite);
+    if (!t.Ok()) return false;
+    std::memcpy(t.host, data, n);
+    data += n;
+    length -= n;
+    skip = 0;
+  }
+  return length == 0;
+}
+
+}  // namespace
+
+void Completer::OnPacket(std::uint32_t packet_id) {
+  PacketPool& pool = nic_.GetPort().Pool();
+  const Packet& p = pool.Get(packet_id);
+  QpContext* qp = nic_.FindQp(p.destination_qpn);
+  if (qp == nullptr || qp->state != QpState::kReadyToSend) {
+    pool.Release(packet_id);  // nothing to complete: late packets for a dead QP are dropped
+    return;
+  }
+  if (p.opcode == PacketOpcode::kAcknowledge) {
+    OnAcknowledge(*qp, p);
+    pool.Release(packet_id);
+    return;
+  }
+  OnReadResponse(*qp, packet_id);
+}
+
+void Completer::OnAcknowledge(QpContext& qp, const Packet& p) {
+  switch (p.syndrome) {
+    case AckSyndrome::kAck:
+      AcknowledgeUpTo(qp, p.psn);
+      return;
+    case AckSyndrome::kRnrNak: {
+      std::uint32_t counter;
+      if (!FindByPsn(qp, p.psn, &counter) || qp.completer.rnr_wait) return;
+      AcknowledgeUpTo(qp, p.psn + Psn::kMask);  // a NAK acknowledges everything before it
+      if (qp.completer.rnr_retries_left == 0) {
+        CompleteWithError(qp, counter, CompletionSyndrome::kRnrRetryExceeded);
+        return;
+      }
+      --qp.completer.rnr_retries_left;
+      qp.completer.rnr_wait = true;
+      ++qp.completer.timer_generation;  // the ACK timer pauses while waiting out the RNR delay
+      qp.completer.timer_armed = false;
+      const Qpn qpn = qp.qpn;
+      const std::uint64_t generation = qp.completer.timer_generation;
+      events_.ScheduleAfter(nic_.Profile().rnr_delay, EventPriority::kTimer,
+                            [this, qpn, generation, counter] { OnRnrDelayOver(qpn, generation, counter); });
+      return;
+    }
+    case AckSyndrome::kPsnSequenceError: {
+      std::uint32_t counter;
+      if (!FindByPsn(qp, p.psn, &counter)) return;
+      AcknowledgeUpTo(qp, p.psn + Psn::kMask);
+      ++nic_.MutableCounters().retransmissions;
+      nic_.Req().Rewind(qp, counter);
+      return;
+    }
+    default: {
+      std::uint32_t counter;
+      if (!FindByPsn(qp, p.psn, &counter)) return;
+      AcknowledgeUpTo(qp, p.psn + Psn::kMask);
+      CompleteWithError(qp, counter, FromNak(p.syndrome));
+      return;
+    }
+  }
+}
+
+void Completer::OnRnrDelayOver(Qpn qpn, std::uint64_t generation, std::uint32_t counter) {
+  QpContext* qp = nic_.FindQp(qpn);
+  if (qp == nullptr || qp->state != QpState::kReadyToSend || qp->completer.timer_generation != generation) return;
+  qp->completer.rnr_wait = false;
+  ++nic_.MutableCounters().retransmissions;
+  nic_.Req().Rewind(*qp, counter);
+}
+
+void Completer::OnReadResponse(QpContext& qp, std::uint32_t packet_id) {
+  PacketPool& pool = nic_.GetPort().Pool();
+  const Packet& p = pool.Get(packet_id);
+  std::uint32_t counter;
+  if (!FindByPsn(qp, p.psn, &counter) || !IsRead(qp.Descriptor(counter)) ||
+      qp.Descriptor(counter).state != DescriptorState::kAwaitingAck) {
+    pool.Release(packet_id);  // duplicate or stale response
+    return;
+  }
+  // A read response implicitly acknowledges every request before the read.
+  AcknowledgeUpTo(qp, qp.Descriptor(counter).first_psn + Psn::kMask);
+  WqeDescriptor& d = qp.Descriptor(counter);
+  const auto index = static_cast<std::uint32_t>(Psn::Diff(p.psn, d.first_psn));
+  const std::uint64_t offset = std::uint64_t{index} * nic_.Profile().mtu_bytes;
+  const auto length = static_cast<std::uint32_t>(p.payload.size());
+  const bool last = Traits(p.opcode).last;
+  d.response_bytes += length;
+  if (last) RestartTimer(qp);
+  const Qpn qpn = qp.qpn;
+  const std::uint64_t generation = qp.requester.generation;
+  nic_.Pcie().DmaWrite(length, [this, qpn, counter, offset, packet_id, last, generation] {
+    PacketPool& pkt_pool = nic_.GetPort().Pool();
+    QpContext* q = nic_.FindQp(qpn);
+    if (q == nullptr || q->state != QpState::kReadyToSend || q->requester.generation != generation) {
+      pkt_pool.Release(packet_id);
+      return;
+    }
+    WqeDescriptor& rd = q->Descriptor(counter);
+    const Packet& pkt = pkt_pool.Get(packet_id);
+    const bool placed = ScatterPayload(nic_, *q, rd, offset, pkt.payload.data(),
+                                       static_cast<std::uint32_t>(pkt.payload.size()));
+    pkt_pool.Release(packet_id);
+    if (!placed) {
+      ++nic_.MutableCounters().protection_faults;
+      CompleteWithError(*q, counter, CompletionSyndrome::kLocalProtectionError);
+      return;
+    }
+    if (!last) return;
+    rd.state = DescriptorState::kCompleted;
+    nic_.Req().OnReadRetired(*q);
+    Retire(*q);
+  });
+}
+
+void Completer::AcknowledgeUpTo(QpContext& qp, Psn psn) {
+  RequesterState& r = qp.requester;
+  bool progress = false;
+  for (std::uint32_t c = r.head; c != r.next_exec; ++c) {
+    WqeDescriptor& d = qp.Descriptor(c);
+    if (d.state == DescriptorState::kCompleted) continue;
+    if (d.state != DescriptorState::kAwaitingAck || !d.last_psn.AtOrBefore(psn)) break;
+    if (IsRead(d)) continue;  // reads finish only with their last response
+    d.state = DescriptorState::kCompleted;
+    progress = true;
+  }
+  if (!progress) return;
+  qp.completer.retries_left = nic_.Profile().retry_count;
+  qp.completer.rnr_retries_left = nic_.Profile().rnr_retry_count;
+  RestartTimer(qp);
+  Retire(qp);
+}
+
+void Completer::Retire(QpContext& qp) {
+  RequesterState& r = qp.requester;
+  std::uint32_t retired = 0;
+  while (r.head != r.tail && qp.Descriptor(r.head).state == DescriptorState::kCompleted) {
+    WqeDescriptor& d = qp.Descriptor(r.head);
+    const bool failed = d.syndrome != CompletionSyndrome::kSuccess;
+    if (failed || (d.control.flags & wqe_flag::kSignaled)) {
+      CompletionRecord rec;
+      rec.qpn = qp.qpn.value;
+      rec.wqe_counter = d.control.wqe_counter;
+      rec.opcode = d.control.opcode;
+      rec.syndrome = d.syndrome;
+      rec.byte_count = d.total_length;
+      nic_.Cqes().Post(qp.send_cq, rec);
+    }
+    NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Completer, "qp {} retire wqe {} {}", qp.qpn.value,
+                 d.control.wqe_counter, Name(d.syndrome));
+    d.state = DescriptorState::kFree;
+    qp.send_queue.ring->ConsumerRelease(qp.send_queue.stride_blocks);
+    ++r.head;
+    ++retired;
+  }
+  if (retired > 0) nic_.Fetch().Kick(qp);
+}
+
+void Completer::CompleteWithError(QpContext& qp, std::uint32_t counter, CompletionSyndrome syndrome) {
+  WqeDescriptor& d = qp.Descriptor(counter);
+  if (d.state == DescriptorState::kAwaitingAck && IsRead(d) && qp.requester.outstanding_reads > 0) {
+    --qp.requester.outstanding_reads;
+  }
+  d.state = DescriptorState::kCompleted;
+  d.syndrome = syndrome;
+  NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Completer, "qp {} wqe {} failed: {}", qp.qpn.value,
+               d.control.wqe_counter, Name(syndrome));
+  // Errors found here (local checks, retry exhaustion) must reach the peer; errors the peer
+  // reported by NAK are already known there.
+  const bool peer_knows = syndrome == CompletionSyndrome::kRemoteAccessError ||
+                          syndrome == CompletionSyndrome::kRemoteInvalidRequest ||
+                          syndrome == CompletionSyndrome::kRemoteOperationError;
+  nic_.EnterQpError(qp, peer_knows ? QpErrorCause::kRemote : QpErrorCause::kLocal);
+}
+
+void Completer::FlushFetched(QpContext& qp) {
+  RequesterState& r = qp.requester;
+  for (std::uint32_t c = r.head; c != r.tail; ++c) {
+    WqeDescriptor& d = qp.Descriptor(c);
+    if (d.state == DescriptorState::kCompleted) continue;
+    d.state = DescriptorState::kCompleted;
+    d.syndrome = CompletionSyndrome::kFlushed;
+  }
+  r.next_exec = r.tail;
+  r.outstanding_reads = 0;
+  Retire(qp);
+}
+
+void Completer::ArmTimer(QpContext& qp) {
+  if (qp.completer.timer_armed || qp.completer.rnr_wait) return;
+  RestartTimer(qp);
+}
+
+void Completer::RestartTimer(QpContext& qp) {
+  CompleterState& c = qp.completer;
+  ++c.timer_generation;
+  std::uint32_t oldest;
+  c.timer_armed = OldestAwaiting(qp, &oldest);
+  if (!c.timer_armed) return;
+  const Qpn qpn = qp.qpn;
+  const std::uint64_t generation = c.timer_generation;
+  events_.ScheduleAfter(nic_.Profile().ack_timeout, EventPriority::kTimer,
+                        [this, qpn, generation] { OnTimeout(qpn, generation); });
+}
+
+void Completer::OnTimeout(Qpn qpn, std::uint64_t generation) {
+  QpContext* qp = nic_.FindQp(qpn);
+  if (qp == nullptr || qp->state != QpState::kReadyToSend || qp->completer.timer_generation != generation) return;
+  qp->completer.timer_armed = false;
+  std::uint32_t oldest;
+  if (!OldestAwaiting(*qp, &oldest)) return;
+  if (qp->completer.retries_left == 0) {
+    CompleteWithError(*qp, oldest, CompletionSyndrome::kTransportRetryExceeded);
+    return;
+  }
+  --qp->completer.retries_left;
+  ++nic_.MutableCounters().retransmissions;
+  NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Completer, "qp {} ack timeout, resend from wqe {}",
+               qpn.value, oldest);
+  nic_.Req().Rewind(*qp, oldest);
+}
+
+bool Completer::FindByPsn(QpContext& qp, Psn psn, std::uint32_t* counter) {
+  RequesterState& r = qp.requester;
+  for (std::uint32_t c = r.head; c != r.next_exec; ++c) {
+    const WqeDescriptor& d = qp.Descriptor(c);
+    if (d.state != DescriptorState::kAwaitingAck) continue;
+    if (!psn.Before(d.first_psn) && psn.AtOrBefore(d.last_psn)) {
+      *counter = c;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool Completer::OldestAwaiting(QpContext& qp, std::uint32_t* counter) {
+  RequesterState& r = qp.requester;
+  for (std::uint32_t c = r.head; c != r.next_exec; ++c) {
+    if (qp.Descriptor(c).state == DescriptorState::kAwaitingAck) {
+      *counter = c;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace ndksim::hw

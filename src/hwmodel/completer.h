@@ -1,0 +1,47 @@
+// The completer: consumes acknowledgements and read responses, places read data, retires WQEs in
+// posting order into CQEs, drives retransmission (ACK timeout, RNR retry) and turns transport
+// errors into error completions followed by a flush of the QP.
+#pragma once
+
+#include <cstdint>
+
+#include "hwmodel/event_queue.h"
+#include "hwmodel/host_interface.h"
+#include "hwmodel/nic.h"
+#include "hwmodel/packet.h"
+
+namespace ndksim::hw {
+
+struct QpContext;
+
+class Completer {
+ public:
+  Completer(Nic& nic, EventQueue& events) : nic_(nic), events_(events) {}
+
+  // An ACK, NAK or read response arrived (takes ownership of the packet).
+  void OnPacket(std::uint32_t packet_id);
+  // Completes WQE `counter` with `syndrome`, then moves the QP to the error state (which flushes
+  // every other WQE). The peer is told when the error was found locally.
+  void CompleteWithError(QpContext& qp, std::uint32_t counter, CompletionSyndrome syndrome);
+  // Completes every fetched, unfinished WQE of a QP in error as flushed.
+  void FlushFetched(QpContext& qp);
+  // Starts the ACK timer if WQEs await acknowledgement and it is not running.
+  void ArmTimer(QpContext& qp);
+
+ private:
+  void OnAcknowledge(QpContext& qp, const Packet& p);
+  void OnReadResponse(QpContext& qp, std::uint32_t packet_id);
+  void AcknowledgeUpTo(QpContext& qp, Psn psn);
+  void Retire(QpContext& qp);
+  void RestartTimer(QpContext& qp);
+  void OnTimeout(Qpn qpn, std::uint64_t generation);
+  void OnRnrDelayOver(Qpn qpn, std::uint64_t generation, std::uint32_t counter);
+  // WQE whose PSN range holds `psn`, or false.
+  bool FindByPsn(QpContext& qp, Psn psn, std::uint32_t* counter);
+  bool OldestAwaiting(QpContext& qp, std::uint32_t* counter);
+
+  Nic& nic_;
+  EventQueue& events_;
+};
+
+}  // namespace ndksim::hw

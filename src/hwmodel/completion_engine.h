@@ -1,0 +1,51 @@
+// The completion engine: writes CQEs into host CQ rings with the owner bit, detects overrun,
+// evaluates arm requests (ERRORS / SOLICITED / ANY, merged) and raises notifications; flushes
+// receive queues of QPs in error.
+#pragma once
+
+#include <cstdint>
+
+#include "hwmodel/event_queue.h"
+#include "hwmodel/host_interface.h"
+#include "hwmodel/nic.h"
+
+namespace ndksim::hw {
+
+struct QpContext;
+struct CqContext;
+
+// What a block asks the completion engine to write; the engine adds the owner bit.
+struct CompletionRecord {
+  std::uint32_t qpn = 0;
+  std::uint32_t wqe_counter = 0;
+  std::uint32_t byte_count = 0;
+  std::uint32_t invalidated_key = 0;
+  WqeOpcode opcode = WqeOpcode::kSend;
+  CompletionSyndrome syndrome = CompletionSyndrome::kSuccess;
+  std::uint8_t flags = 0;  // cqe_flag::
+};
+
+// Merge of a pending arm with a new one (ref §4.2 table): ANY wins, then SOLICITED, then ERRORS.
+constexpr CqArmKind MergeArm(CqArmKind pending, CqArmKind next) { return pending > next ? pending : next; }
+
+class CompletionEngine {
+ public:
+  CompletionEngine(Nic& nic, EventQueue& events) : nic_(nic), events_(events) {}
+
+  // Writes a CQE to `cq` by DMA; lands after every write issued before it.
+  void Post(CqNumber cq, const CompletionRecord& record);
+  // Arm doorbell: notify on the next completion of `kind` at or after `consumer_index`.
+  void Arm(CqNumber cq, CqArmKind kind, std::uint32_t consumer_index);
+  // Completes every receive WQE the host has published on a QP in error as flushed.
+  void FlushReceives(QpContext& qp);
+
+ private:
+  void Land(CqNumber cq, const CompletionRecord& record);
+  void Notify(CqContext& cq);
+  void ReportError(CqContext& cq);
+
+  Nic& nic_;
+  EventQueue& events_;
+};
+
+}  // namespace ndksim::hw

@@ -1,0 +1,124 @@
+// The NIC's per-object context entries (its QP and CQ tables). Each block owns one part of a QP's
+// context and touches only that part; blocks tell each other about changes through calls that
+// carry a message ("WQE retired", "reads drained"), never by writing another block's part.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+
+#include "hwmodel/host_interface.h"
+#include "hwmodel/nic.h"
+#include "hwmodel/packet.h"
+
+namespace ndksim::hw {
+
+inline constexpr std::uint32_t kMaxSge = 62;           // segments a WQE may name
+inline constexpr std::uint32_t kMaxInlineBytes = 1024; // inline payload a WQE may carry
+inline constexpr std::uint32_t kDescriptorSlots = 64;  // WQE descriptors a QP may hold on the NIC
+
+// Life cycle of a send WQE on the NIC. Fetched -> Executing -> AwaitingAck -> Completed -> (freed)
+// in order for one WQE; across WQEs of one QP, completion may be reached out of order (an ACK and
+// a read response race) but retirement is strictly in posting order.
+enum class DescriptorState : std::uint8_t { kFree, kFetched, kExecuting, kAwaitingAck, kCompleted };
+
+struct WqeDescriptor {
+  DescriptorState state = DescriptorState::kFree;
+  WqeControl control{};
+  WqeRemote remote{};
+  std::uint32_t total_length = 0;
+  std::uint32_t packet_count = 0;  // packets (sends, writes) or response packets (reads)
+  Psn first_psn;
+  Psn last_psn;                    // PSN of the last packet (reads: of the last response)
+  std::uint32_t response_bytes = 0;
+  CompletionSyndrome syndrome = CompletionSyndrome::kSuccess;
+  std::array<WqeDataSegment, kMaxSge> sges{};
+  std::array<std::byte, kMaxInlineBytes> inline_data{};
+};
+
+// Requester and WQE-fetch part of a QP context.
+struct RequesterState {
+  std::uint32_t doorbell_index = 0;   // send-queue producer index (blocks) from the last doorbell
+  std::uint32_t fetched_blocks = 0;   // blocks fetched so far
+  bool fetch_in_flight = false;
+  // Descriptors are addressed by WQE counter modulo kDescriptorSlots.
+  std::array<WqeDescriptor, kDescriptorSlots> descriptors;
+  std::uint32_t head = 0;      // oldest unretired WQE
+  std::uint32_t next_exec = 0; // next WQE to execute
+  std::uint32_t tail = 0;      // one past the newest fetched WQE
+  bool executing = false;      // a WQE is in the processing pipeline
+  bool scheduled = false;      // an execution step is pending
+  Psn next_psn;
+  std::uint32_t outstanding_reads = 0;
+  bool fence_blocked = false;
+  std::uint64_t generation = 0;  // bumped by rewind and abort; in-flight work of older ones is dropped
+};
+
+// Responder part of a QP context.
+struct ResponderState {
+  Psn expected_psn;
+  bool in_message = false;        // between First and Last of a send or write
+  PacketOpcode message_kind = PacketOpcode::kSendOnly;
+  // Current receive WQE (sends).
+  std::uint32_t receive_counter = 0;  // receive WQEs consumed
+  std::uint32_t receive_sge_count = 0;
+  std::array<WqeDataSegment, kMaxSge> receive_sges{};
+  std::uint64_t receive_capacity = 0;
+  std::uint64_t message_bytes = 0;
+  bool message_failed = false;
+  // Current write target.
+  std::uint64_t write_address = 0;
+  std::uint32_t write_key = 0;
+  std::uint64_t write_remaining = 0;
+  std::uint32_t reads_in_progress = 0;
+  TimePoint placement_ready{};  // placements of this QP may not start before this (WQE fetch)
+  bool rnr_nak_outstanding = false;
+};
+
+// Completer part of a QP context.
+struct CompleterState {
+  std::uint32_t retries_left = 0;
+  std::uint32_t rnr_retries_left = 0;
+  std::uint64_t timer_generation = 0;  // stale timer events compare against this
+  bool timer_armed = false;
+  bool rnr_wait = false;
+};
+
+struct QpContext {
+  Qpn qpn;
+  QpState state = QpState::kReset;
+  PdNumber pd;
+  CqNumber send_cq;
+  CqNumber receive_cq;
+  WorkQueue send_queue;
+  WorkQueue receive_queue;
+  std::uint32_t max_inline_bytes = 0;
+  // Connection (from the connection manager).
+  NodeId remote_node = 0;
+  Qpn remote_qpn;
+  std::uint32_t inbound_read_limit = 0;
+  std::uint32_t outbound_read_limit = 0;
+  bool receive_flushed_all = false;
+  std::uint32_t receive_flushed_to = 0;  // receive WQEs flushed so far (error state)
+
+  RequesterState requester;
+  ResponderState responder;
+  CompleterState completer;
+
+  WqeDescriptor& Descriptor(std::uint32_t counter) { return requester.descriptors[counter % kDescriptorSlots]; }
+};
+
+struct CqContext {
+  CqNumber number;
+  CompletionQueueMemory memory;
+  std::uint32_t interrupt_vector = 0;
+  std::uint32_t producer_index = 0;     // CQEs written
+  std::uint32_t notify_index = 0;       // one past the newest solicited or error CQE
+  CqArmKind arm = CqArmKind::kNone;
+  bool dead = false;                    // overrun or fatal: no more CQEs
+  bool error_pending = false;           // error not yet reported through an arm
+  std::uint32_t error_status = 0;       // 0 overrun, 1 fatal
+  std::uint32_t in_flight = 0;          // CQE writes issued but not yet landed
+};
+
+}  // namespace ndksim::hw

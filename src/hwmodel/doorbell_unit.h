@@ -1,0 +1,25 @@
+// The doorbell unit: per-QP send-queue doorbell registers and the CQ arm register. A doorbell
+// names a producer index, so one doorbell may cover many WQEs (deferred batching).
+#pragma once
+
+#include "hwmodel/event_queue.h"
+#include "hwmodel/host_interface.h"
+#include "hwmodel/nic.h"
+
+namespace ndksim::hw {
+
+class DoorbellUnit {
+ public:
+  DoorbellUnit(Nic& nic, EventQueue& events) : nic_(nic), events_(events) {}
+
+  // An MMIO write left the CPU now; it reaches the register after the PCIe latency.
+  void OnMmioWrite(const Doorbell& doorbell);
+
+ private:
+  void OnArrival(const Doorbell& doorbell);
+
+  Nic& nic_;
+  EventQueue& events_;
+};
+
+}  // namespace ndksim::hw

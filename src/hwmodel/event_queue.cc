@@ -1,0 +1,48 @@
+// The deterministic event queue: a binary heap of small entries over a slab of callbacks.
+#include "hwmodel/event_queue.h"
+
+#include <algorithm>
+
+namespace ndksim::hw {
+
+EventQueue::EventQueue() {
+  heap_.reserve(4096);
+  callbacks_.reserve(4096);
+  free_slots_.reserve(4096);
+}
+
+void EventQueue::Schedule(TimePoint when, EventPriority priority, EventCallback fn) {
+  NDKSIM_CHECK(when >= now_);
+  std::uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+    callbacks_[slot] = std::move(fn);
+  } else {
+    slot = static_cast<std::uint32_t>(callbacks_.size());
+    callbacks_.push_back(std::move(fn));
+  }
+  heap_.push_back(Entry{when, priority, next_sequence_++, slot});
+  std::push_heap(heap_.begin(), heap_.end(), Later);
+}
+
+void EventQueue::RunOne() {
+  NDKSIM_CHECK(!heap_.empty());
+  std::pop_heap(heap_.begin(), heap_.end(), Later);
+  const Entry e = heap_.back();
+  heap_.pop_back();
+  now_ = e.when;
+  // Move the callback out first: running it may schedule events that reuse or grow the slab.
+  EventCallback fn = std::move(callbacks_[e.slot]);
+  free_slots_.push_back(e.slot);
+  ++events_run_;
+  fn();
+}
+
+void EventQueue::AdvanceTo(TimePoint t) {
+  NDKSIM_CHECK(t >= now_);
+  NDKSIM_CHECK(heap_.empty() || heap_.front().when >= t);
+  now_ = t;
+}
+
+}  // namespace ndksim::hw

@@ -1,0 +1,137 @@
+// The clock and event queue block: integer picosecond time, events ordered by (time, priority,
+// insertion sequence) so that ties resolve the same way on every run. Idle time is skipped.
+#pragma once
+
+#include <cassert>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ndksim/time.h"
+
+namespace ndksim::hw {
+
+// Aborts with a message: the simulator's own invariants (error kind 1 of DESIGN.md).
+[[noreturn]] inline void SimPanic(const char* what, const char* file, int line) {
+  std::fprintf(stderr, "ndksim: internal invariant violated: %s (%s:%d)\n", what, file, line);
+  std::abort();
+}
+#define NDKSIM_CHECK(cond) \
+  ((cond) ? static_cast<void>(0) : ::ndksim::hw::SimPanic(#cond, __FILE__, __LINE__))
+
+// A move-only callable with inline storage: scheduling an event never allocates.
+template <std::size_t Capacity>
+class InplaceCallback {
+ public:
+  InplaceCallback() = default;
+  template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, InplaceCallback>>>
+  InplaceCallback(F&& f) {  // NOLINT(google-explicit-constructor): lambdas convert implicitly
+    using Fn = std::decay_t<F>;
+    static_assert(sizeof(Fn) <= Capacity, "event capture too large for inline storage");
+    static_assert(alignof(Fn) <= alignof(std::max_align_t));
+    new (storage_) Fn(std::forward<F>(f));
+    ops_ = &kOps<Fn>;
+  }
+  InplaceCallback(InplaceCallback&& other) noexcept { MoveFrom(other); }
+  InplaceCallback& operator=(InplaceCallback&& other) noexcept {
+    if (this != &other) {
+      Reset();
+      MoveFrom(other);
+    }
+    return *this;
+  }
+  InplaceCallback(const InplaceCallback&) = delete;
+  InplaceCallback& operator=(const InplaceCallback&) = delete;
+  ~InplaceCallback() { Reset(); }
+
+  explicit operator bool() const { return ops_ != nullptr; }
+  void operator()() { ops_->invoke(storage_); }
+  void Reset() {
+    if (ops_ != nullptr) ops_->destroy(storage_);
+    ops_ = nullptr;
+  }
+
+ private:
+  struct Ops {
+    void (*invoke)(void*);
+    void (*destroy)(void*);
+    void (*move)(void* dst, void* src);
+  };
+  template <typename Fn>
+  static constexpr Ops kOps{
+      [](void* p) { (*static_cast<Fn*>(p))(); },
+      [](void* p) { static_cast<Fn*>(p)->~Fn(); },
+      [](void* dst, void* src) { new (dst) Fn(std::move(*static_cast<Fn*>(src))); }};
+
+  void MoveFrom(InplaceCallback& other) {
+    if (other.ops_ == nullptr) return;
+    other.ops_->move(storage_, other.storage_);
+    ops_ = other.ops_;
+    other.Reset();
+  }
+
+  alignas(std::max_align_t) std::byte storage_[Capacity];
+  const Ops* ops_ = nullptr;
+};
+
+using EventCallback = InplaceCallback<48>;
+
+// Among events at the same instant, lower values run first. The order models causality inside one
+// instant: a doorbell is seen before the DMA it starts, packets before timers that would expire.
+enum class EventPriority : std::uint8_t {
+  kHost = 0,      // host-side actions: MMIO doorbells arriving, interrupts delivered
+  kDevice = 1,    // NIC pipeline steps and DMA completions
+  kWire = 2,      // packet arrivals
+  kTimer = 3,     // retransmission and other timeouts
+};
+
+class EventQueue {
+ public:
+  EventQueue();
+
+  TimePoint Now() const { return now_; }
+  // Schedules `fn` to run at `when` (never in the past).
+  void Schedule(TimePoint when, EventPriority priority, EventCallback fn);
+  void ScheduleAfter(Duration delay, EventPriority priority, EventCallback fn) {
+    Schedule(now_ + delay, priority, std::move(fn));
+  }
+
+  bool Empty() const { return heap_.empty(); }
+  // Time of the earliest pending event; only meaningful when !Empty().
+  TimePoint NextTime() const { return heap_.front().when; }
+  // Pops the earliest event, moves the clock to its time and runs it.
+  void RunOne();
+  // Moves the clock forward without running anything (time only moves forward).
+  void AdvanceTo(TimePoint t);
+
+  std::uint64_t EventsRun() const { return events_run_; }
+  std::size_t Pending() const { return heap_.size(); }
+
+ private:
+  struct Entry {
+    TimePoint when;
+    EventPriority priority;
+    std::uint64_t sequence;
+    std::uint32_t slot;  // index into callbacks_
+  };
+  // std::push_heap builds a max-heap; "greater" puts the earliest entry at the front.
+  static bool Later(const Entry& a, const Entry& b) {
+    if (a.when != b.when) return a.when > b.when;
+    if (a.priority != b.priority) return a.priority > b.priority;
+    return a.sequence > b.sequence;
+  }
+
+  TimePoint now_{};
+  std::uint64_t next_sequence_ = 0;
+  std::uint64_t events_run_ = 0;
+  std::vector<Entry> heap_;
+  std::vector<EventCallback> callbacks_;  // slab; free slots listed in free_slots_
+  std::vector<std::uint32_t> free_slots_;
+};
+
+}  // namespace ndksim::hw

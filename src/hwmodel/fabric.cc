@@ -1,0 +1,163 @@
+// The fabric harness: owns simulated time, the network and the nodes (host + NIC + driver), and
+// drives the event loop in stepped mode.
+#include "ndksim/fabric.h"
+
+#include <arpa/inet.h>
+
+#include <cstring>
+
+#include "hwmodel/event_queue.h"
+#include "hwmodel/host.h"
+#include "hwmodel/nic.h"
+#include "hwmodel/port.h"
+#include "provider/driver.h"
+
+namespace ndksim {
+
+struct Node::Impl {
+  std::string name;
+  std::unique_ptr<hw::Host> host;
+  std::unique_ptr<hw::Nic> nic;
+  std::unique_ptr<provider::Driver> driver;
+};
+
+Node::Node(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Node::~Node() = default;
+
+std::string_view Node::Name() const { return impl_->name; }
+
+NTSTATUS Node::OpenAdapter(NDK_VERSION version, NDK_ADAPTER** adapter) {
+  return impl_->driver->OpenAdapter(version, adapter);
+}
+
+void Node::CloseAdapter(NDK_ADAPTER* adapter) { impl_->driver->CloseAdapter(adapter); }
+
+hw::Nic& Node::Nic() { return *impl_->nic; }
+
+NodeCounters Node::Counters() const {
+  const hw::NicCounters& c = impl_->nic->Counters();
+  NodeCounters out;
+  out.doorbells = c.doorbells;
+  out.wqes_fetched = c.wqes_fetched;
+  out.wqes_executed = c.wqes_executed;
+  out.packets_sent = c.packets_sent;
+  out.packets_received = c.packets_received;
+  out.bytes_sent = c.bytes_sent;
+  out.dma_reads = c.dma_reads;
+  out.dma_read_bytes = c.dma_read_bytes;
+  out.dma_writes = c.dma_writes;
+  out.dma_write_bytes = c.dma_write_bytes;
+  out.cqes_written = c.cqes_written;
+  out.interrupts = c.interrupts;
+  out.naks_sent = c.naks_sent;
+  out.rnr_naks_sent = c.rnr_naks_sent;
+  out.retransmissions = c.retransmissions;
+  out.fence_stalls = c.fence_stalls;
+  out.protection_faults = c.protection_faults;
+  return out;
+}
+
+struct Fabric::Impl {
+  FabricConfig config;
+  hw::EventQueue events;
+  Tracer tracer;
+  hw::Network network{events};
+  std::vector<std::unique_ptr<Node>> nodes;
+
+  void DrainDoorbells() {
+    for (auto& node : nodes) node->Nic().DrainDoorbells();
+  }
+};
+
+namespace {
+
+hw::NetworkAddress ParseAddress(const std::string& text) {
+  hw::NetworkAddress a;
+  if (inet_pton(AF_INET, text.c_str(), a.bytes.data()) == 1) {
+    a.family = 4;
+    return a;
+  }
+  if (inet_pton(AF_INET6, text.c_str(), a.bytes.data()) == 1) {
+    a.family = 6;
+    return a;
+  }
+  throw ConfigurationError("node address '" + text + "' is neither IPv4 nor IPv6");
+}
+
+}  // namespace
+
+Fabric::Fabric(FabricConfig config) : impl_(std::make_unique<Impl>()) {
+  ValidateOrThrow(config.profile);
+  impl_->config = std::move(config);
+}
+
+Fabric::~Fabric() {
+  // Drivers close what consumers left open before the NICs and the network go away.
+  for (auto& node : impl_->nodes) node.reset();
+}
+
+Node& Fabric::AddNode(const NodeConfig& config) {
+  auto impl = std::make_unique<Node::Impl>();
+  impl->name = config.name.empty() ? "node" + std::to_string(impl_->nodes.size()) : config.name;
+  const auto id = static_cast<hw::NodeId>(impl_->nodes.size());
+  std::vector<hw::NetworkAddress> addresses;
+  for (const std::string& text : config.addresses) {
+    const hw::NetworkAddress a = ParseAddress(text);
+    if (impl_->network.Resolve(a) != nullptr) throw ConfigurationError("address '" + text + "' is already in use");
+    addresses.push_back(a);
+  }
+  impl->host = std::make_unique<hw::Host>(impl_->events);
+  impl->nic = std::make_unique<hw::Nic>(id, impl_->config.profile, impl_->events, *impl->host, impl_->network,
+                                        impl_->tracer, impl_->config.seed);
+  for (const auto& a : addresses) impl->nic->AddAddress(a);
+  impl_->network.Attach(*impl->nic);
+  impl->driver = std::make_unique<provider::Driver>(*impl->nic, *impl->host, impl_->tracer);
+  impl_->nodes.push_back(std::make_unique<Node>(std::move(impl)));
+  return *impl_->nodes.back();
+}
+
+Node& Fabric::GetNode(std::size_t index) { return *impl_->nodes.at(index); }
+std::size_t Fabric::NodeCount() const { return impl_->nodes.size(); }
+TimePoint Fabric::Now() const { return impl_->events.Now(); }
+std::uint64_t Fabric::Seed() const { return impl_->config.seed; }
+const HardwareProfile& Fabric::Profile() const { return impl_->config.profile; }
+Tracer& Fabric::Trace() { return impl_->tracer; }
+
+std::uint64_t Fabric::RunUntilIdle() {
+  std::uint64_t n = 0;
+  for (;;) {
+    impl_->DrainDoorbells();
+    if (impl_->events.Empty()) return n;
+    impl_->events.RunOne();
+    ++n;
+  }
+}
+
+std::uint64_t Fabric::RunFor(Duration d) {
+  const TimePoint end = impl_->events.Now() + d;
+  std::uint64_t n = 0;
+  for (;;) {
+    impl_->DrainDoorbells();
+    if (impl_->events.Empty() || impl_->events.NextTime() > end) break;
+    impl_->events.RunOne();
+    ++n;
+  }
+  impl_->events.AdvanceTo(end);
+  return n;
+}
+
+bool Fabric::RunUntil(const std::function<bool()>& done, Duration limit) {
+  const TimePoint end = impl_->events.Now() + limit;
+  for (;;) {
+    if (done()) return true;
+    impl_->DrainDoorbells();
+    if (impl_->events.Empty()) return done();
+    if (impl_->events.NextTime() > end) {
+      impl_->events.AdvanceTo(end);
+      return done();
+    }
+    impl_->events.RunOne();
+  }
+}
+
+}  // namespace ndksim

@@ -1,0 +1,234 @@
+// The host interface: what the RNIC defines and a driver programs against. WQE and CQE formats,
+// the rings in host memory, doorbells, event-queue entries and the identifiers the NIC hands out.
+// The provider and the hardware model share nothing else.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+#include "hwmodel/ring.h"
+
+namespace ndksim::hw {
+
+// ---- identifiers -------------------------------------------------------------------------------
+
+struct Qpn {  // queue pair number, 24 bits as on the wire
+  std::uint32_t value = 0;
+  constexpr auto operator<=>(const Qpn&) const = default;
+};
+struct CqNumber {
+  std::uint32_t value = 0;
+  constexpr auto operator<=>(const CqNumber&) const = default;
+};
+struct PdNumber {
+  std::uint32_t value = 0;
+  constexpr auto operator<=>(const PdNumber&) const = default;
+};
+
+// A memory token: the index of the entry in the NIC's protection table and a key byte that the
+// NIC changes on every (re)registration, so a stale token stops matching.
+struct MemoryKey {
+  std::uint32_t value = 0;
+  static constexpr MemoryKey Make(std::uint32_t index, std::uint8_t key) {
+    return MemoryKey{(index << 8) | key};
+  }
+  constexpr std::uint32_t Index() const { return value >> 8; }
+  constexpr std::uint8_t KeyByte() const { return static_cast<std::uint8_t>(value & 0xff); }
+  constexpr auto operator<=>(const MemoryKey&) const = default;
+};
+
+// ---- work queue entries ------------------------------------------------------------------------
+
+// A WQE is a run of 16-byte segments in consecutive 64-byte basic blocks of a ring; every WQE of a
+// queue occupies the same number of blocks (the queue's stride, fixed at creation).
+inline constexpr std::size_t kWqeBlockBytes = 64;
+inline constexpr std::size_t kWqeSegmentBytes = 16;
+inline constexpr std::size_t kSegmentsPerBlock = kWqeBlockBytes / kWqeSegmentBytes;
+
+struct alignas(kWqeBlockBytes) WqeBlock {
+  std::array<std::byte, kWqeBlockBytes> bytes;
+};
+
+#define NDKSIM_WQE_OPCODES(X) \
+  X(Send)                     \
+  X(SendInvalidate)           \
+  X(Write)                    \
+  X(Read)                     \
+  X(Bind)                     \
+  X(FastRegister)             \
+  X(LocalInvalidate)          \
+  X(Receive)
+
+enum class WqeOpcode : std::uint8_t {
+#define NDKSIM_X(name) k##name,
+  NDKSIM_WQE_OPCODES(NDKSIM_X)
+#undef NDKSIM_X
+};
+inline constexpr std::array<std::string_view, 8> kWqeOpcodeNames = {
+#define NDKSIM_X(name) #name,
+    NDKSIM_WQE_OPCODES(NDKSIM_X)
+#undef NDKSIM_X
+};
+static_assert(kWqeOpcodeNames.size() == static_cast<std::size_t>(WqeOpcode::kReceive) + 1);
+constexpr std::string_view Name(WqeOpcode op) { return kWqeOpcodeNames[static_cast<std::size_t>(op)]; }
+
+namespace wqe_flag {
+inline constexpr std::uint8_t kSignaled = 0x01;            // write a CQE on success
+inline constexpr std::uint8_t kReadFence = 0x02;           // wait for earlier reads to finish
+inline constexpr std::uint8_t kSolicited = 0x04;           // set the solicited-event bit
+inline constexpr std::uint8_t kInline = 0x08;              // payload is in the WQE, not in SGEs
+inline constexpr std::uint8_t kReadLocalInvalidate = 0x10; // invalidate first SGE's key on success
+}  // namespace wqe_flag
+
+// Segment 0 of every send-queue WQE.
+struct WqeControl {
+  WqeOpcode opcode;
+  std::uint8_t flags;
+  std::uint8_t sge_count;      // data segments that follow (0 when inline)
+  std::uint8_t reserved;
+  std::uint32_t wqe_counter;   // free-running WQE number; echoed in the CQE
+  std::uint32_t inline_bytes;  // payload bytes carried inline
+  std::uint32_t invalidate_key;  // SendInvalidate: the peer's token to invalidate
+};
+static_assert(sizeof(WqeControl) == kWqeSegmentBytes);
+
+// Segment 1 of every send-queue WQE: the remote target of Read/Write.
+struct WqeRemote {
+  std::uint64_t remote_address;
+  std::uint32_t remote_key;
+  std::uint32_t reserved;
+};
+static_assert(sizeof(WqeRemote) == kWqeSegmentBytes);
+
+// A scatter/gather element: the same format in send and receive WQEs.
+struct WqeDataSegment {
+  std::uint64_t address;
+  std::uint32_t length;
+  std::uint32_t local_key;
+};
+static_assert(sizeof(WqeDataSegment) == kWqeSegmentBytes);
+
+inline constexpr std::size_t kSendWqeHeaderSegments = 2;  // control + remote
+
+// A work queue in host memory: a ring of basic blocks plus the stride of its WQEs. The ring's
+// published producer index is the queue's doorbell record: the NIC reads it when it is told to
+// (a doorbell) or, for receive queues, when it needs a receive WQE.
+struct WorkQueue {
+  SpscRing<WqeBlock>* ring = nullptr;
+  std::uint32_t stride_blocks = 1;  // blocks per WQE, a power of two
+};
+
+// Segment `s` of the WQE that starts at block index `first_block`.
+inline std::byte* WqeSegment(SpscRing<WqeBlock>& ring, std::uint32_t first_block, std::size_t s) {
+  WqeBlock& b = ring.SlotAt(first_block + static_cast<std::uint32_t>(s / kSegmentsPerBlock));
+  return b.bytes.data() + (s % kSegmentsPerBlock) * kWqeSegmentBytes;
+}
+
+// ---- completion queue entries ------------------------------------------------------------------
+
+// Outcome of a work request as the NIC reports it. The provider maps each to one NTSTATUS in one
+// table; nothing else in the model knows NTSTATUS.
+#define NDKSIM_COMPLETION_SYNDROMES(X)                                                   \
+  X(Success)                /* done */                                                   \
+  X(LocalLengthError)       /* SGEs describe more than the request may move */           \
+  X(LocalProtectionError)   /* a local SGE failed translation or rights */               \
+  X(LocalQpOperationError)  /* internal inconsistency of the local QP */                 \
+  X(Flushed)                /* cancelled: QP in error, flushed or disconnected */         \
+  X(ReceiveOverflow)        /* incoming send larger than the receive buffer */           \
+  X(RemoteAccessError)      /* the peer refused the token, rights or range */            \
+  X(RemoteInvalidRequest)   /* the peer could not parse or accept the request */         \
+  X(RemoteOperationError)   /* the peer failed while executing the request */            \
+  X(TransportRetryExceeded) /* no acknowledgement within the retry budget */             \
+  X(RnrRetryExceeded)       /* peer had no receive posted within the RNR budget */       \
+  X(InvalidRequest)         /* malformed WR, e.g. invalidating an unbound window */      \
+  X(Fatal)                  /* catastrophic NIC or CQ failure */
+
+enum class CompletionSyndrome : std::uint8_t {
+#define NDKSIM_X(name) k##name,
+  NDKSIM_COMPLETION_SYNDROMES(NDKSIM_X)
+#undef NDKSIM_X
+};
+inline constexpr std::array<std::string_view, 13> kCompletionSyndromeNames = {
+#define NDKSIM_X(name) #name,
+    NDKSIM_COMPLETION_SYNDROMES(NDKSIM_X)
+#undef NDKSIM_X
+};
+static_assert(kCompletionSyndromeNames.size() == static_cast<std::size_t>(CompletionSyndrome::kFatal) + 1);
+constexpr std::string_view Name(CompletionSyndrome s) {
+  return kCompletionSyndromeNames[static_cast<std::size_t>(s)];
+}
+
+namespace cqe_flag {
+inline constexpr std::uint8_t kReceive = 0x01;      // completion of a receive-queue WQE
+inline constexpr std::uint8_t kInvalidated = 0x02;  // invalidated_key is valid (send-with-invalidate)
+inline constexpr std::uint8_t kSolicited = 0x04;    // the incoming send carried the solicited bit
+}  // namespace cqe_flag
+
+// One CQE. The completion engine writes every field, then the owner byte with a release store; the
+// poller reads the owner byte with an acquire load. The owner bit toggles on every pass of the
+// ring, so an entry belongs to the poller when its owner bit equals the pass parity of its index.
+struct alignas(32) Cqe {
+  std::uint32_t qpn;
+  std::uint32_t wqe_counter;
+  std::uint32_t byte_count;
+  std::uint32_t invalidated_key;
+  std::uint32_t vendor_error;
+  WqeOpcode opcode;
+  CompletionSyndrome syndrome;
+  std::uint8_t flags;
+  std::atomic<std::uint8_t> owner;
+  std::uint64_t reserved;
+};
+static_assert(sizeof(Cqe) == 32);
+
+constexpr std::uint8_t OwnerParity(std::uint32_t index, std::uint32_t entries) {
+  return static_cast<std::uint8_t>((index / entries) & 1u);
+}
+
+// A completion queue in host memory. The consumer index is written by the driver (release) after it
+// has read entries; the NIC reads it (acquire) to detect overrun and to evaluate arming.
+struct CompletionQueueMemory {
+  Cqe* entries = nullptr;
+  std::uint32_t entry_count = 0;             // a power of two
+  std::atomic<std::uint32_t>* consumer_index = nullptr;
+};
+
+// Arm request carried by a CQ doorbell: notify on the next completion of the given kind that lands
+// at or after `consumer_index`.
+enum class CqArmKind : std::uint8_t { kNone = 0, kErrors = 1, kSolicited = 2, kAny = 3 };
+
+// ---- doorbells ---------------------------------------------------------------------------------
+
+// One MMIO write to a doorbell register, as it travels from a posting thread to the NIC.
+struct Doorbell {
+  enum class Kind : std::uint8_t { kSendQueue, kReceiveQueue, kCqArm } kind;
+  CqArmKind arm = CqArmKind::kNone;
+  std::uint32_t object = 0;  // QPN or CQ number
+  std::uint32_t index = 0;   // producer index (queues) or consumer index (CQ arm)
+};
+
+// ---- event queue (interrupt causes) -------------------------------------------------------------
+
+enum class EventType : std::uint8_t {
+  kCqNotify,        // an armed CQ matched a completion
+  kCqError,         // CQ overrun or CQ fatal error: object = CQ number
+  kQpFatal,         // QP entered the error state on its own: object = QPN
+  kConnectionAbort, // peer aborted or terminated the connection: object = QPN
+  kManagement,      // a management datagram arrived: payload holds it
+};
+
+inline constexpr std::size_t kManagementPayloadBytes = 512;
+
+struct EventEntry {
+  EventType type;
+  std::uint32_t object = 0;
+  std::uint32_t status = 0;  // kCqError: 0 = overrun, 1 = fatal
+  std::uint32_t payload_bytes = 0;
+  std::array<std::byte, kManagementPayloadBytes> payload;
+};
+
+}  // namespace ndksim::hw

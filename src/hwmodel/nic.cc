@@ -1,0 +1,275 @@
+// The RNIC: context tables, the command interface, error entry and the event queue to the host.
+#include "hwmodel/nic.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "hwmodel/completer.h"
+#include "hwmodel/completion_engine.h"
+#include "hwmodel/contexts.h"
+#include "hwmodel/doorbell_unit.h"
+#include "hwmodel/host.h"
+#include "hwmodel/pcie_link.h"
+#include "hwmodel/port.h"
+#include "hwmodel/requester.h"
+#include "hwmodel/responder.h"
+#include "hwmodel/translation.h"
+#include "hwmodel/wqe_fetch.h"
+#include "ndksim/trace.h"
+
+namespace ndksim::hw {
+
+namespace {
+constexpr std::uint32_t kFirstQpn = 0x40;  // low QPNs are reserved for special QPs on real NICs
+constexpr std::uint32_t kDoorbellFifoEntries = 1u << 16;
+}  // namespace
+
+Nic::Nic(NodeId id, const HardwareProfile& profile, EventQueue& events, Host& host, Network& network,
+         Tracer& tracer, std::uint64_t seed)
+    : id_(id),
+      profile_(profile),
+      events_(events),
+      host_(host),
+      network_(network),
+      tracer_(tracer),
+      doorbell_fifo_(kDoorbellFifoEntries),
+      pcie_(std::make_unique<PcieLink>(*this, events)),
+      doorbell_unit_(std::make_unique<DoorbellUnit>(*this, events)),
+      wqe_fetch_(std::make_unique<WqeFetch>(*this, events)),
+      translation_(std::make_unique<Translation>(*this, seed ^ (std::uint64_t{id} << 32))),
+      requester_(std::make_unique<Requester>(*this, events)),
+      responder_(std::make_unique<Responder>(*this, events)),
+      completer_(std::make_unique<Completer>(*this, events)),
+      completion_engine_(std::make_unique<CompletionEngine>(*this, events)),
+      port_(std::make_unique<Port>(*this, events, network)) {
+  ValidateOrThrow(profile_);
+}
+
+Nic::~Nic() = default;
+
+bool Nic::WriteDoorbell(const Doorbell& doorbell) { return doorbell_fifo_.TryPush(doorbell); }
+
+std::size_t Nic::DrainDoorbells() {
+  std::size_t n = 0;
+  Doorbell d;
+  while (doorbell_fifo_.TryPop(d)) {
+    doorbell_unit_->OnMmioWrite(d);
+    ++n;
+  }
+  return n;
+}
+
+bool Nic::OwnsAddress(const NetworkAddress& a) const {
+  return std::find(addresses_.begin(), addresses_.end(), a) != addresses_.end();
+}
+
+QpContext* Nic::FindQp(Qpn qpn) {
+  if (qpn.value < kFirstQpn) return nullptr;
+  const std::uint32_t index = qpn.value - kFirstQpn;
+  return index < qps_.size() ? qps_[index].get() : nullptr;
+}
+
+CqContext* Nic::FindCq(CqNumber cq) {
+  if (cq.value == 0 || cq.value > cqs_.size()) return nullptr;
+  return cqs_[cq.value - 1].get();
+}
+
+void Nic::SetEventQueue(SpscRing<EventEntry>* ring, std::uint32_t interrupt_vector) {
+  event_ring_ = ring;
+  interrupt_vector_ = interrupt_vector;
+}
+
+CommandStatus Nic::CreateCq(const CqCreate& create, CqNumber* out) {
+  const CompletionQueueMemory& m = create.memory;
+  if (m.entries == nullptr || m.consumer_index == nullptr || m.entry_count == 0 ||
+      (m.entry_count & (m.entry_count - 1)) != 0) {
+    return CommandStatus::kInvalidArgument;
+  }
+  std::size_t slot = 0;
+  while (slot < cqs_.size() && cqs_[slot]) ++slot;
+  if (slot >= profile_.max_cqs) return CommandStatus::kNoResources;
+  if (slot == cqs_.size()) cqs_.emplace_back();
+  auto cq = std::make_unique<CqContext>();
+  cq->number = CqNumber{static_cast<std::uint32_t>(slot + 1)};
+  cq->memory = m;
+  cq->interrupt_vector = create.interrupt_vector;
+  cq->producer_index = m.consumer_index->load(std::memory_order_acquire);
+  cq->notify_index = cq->producer_index;
+  *out = cq->number;
+  cqs_[slot] = std::move(cq);
+  return CommandStatus::kOk;
+}
+
+CommandStatus Nic::ResizeCq(CqNumber number, const CompletionQueueMemory& memory) {
+  CqContext* cq = FindCq(number);
+  if (cq == nullptr) return CommandStatus::kNotFound;
+  if (memory.entries == nullptr || (memory.entry_count & (memory.entry_count - 1)) != 0) {
+    return CommandStatus::kInvalidArgument;
+  }
+  cq->memory = memory;
+  cq->producer_index = memory.consumer_index->load(std::memory_order_acquire);
+  cq->notify_index = cq->producer_index;
+  return CommandStatus::kOk;
+}
+
+CommandStatus Nic::DestroyCq(CqNumber number) {
+  if (FindCq(number) == nullptr) return CommandStatus::kNotFound;
+  bool used = false;
+  ForEachQp([&](QpContext& qp) { used = used || qp.send_cq == number || qp.receive_cq == number; });
+  if (used) return CommandStatus::kBusy;
+  cqs_[number.value - 1].reset();
+  return CommandStatus::kOk;
+}
+
+CommandStatus Nic::AllocatePd(PdNumber* out) {
+  *out = PdNumber{next_pd_++};
+  return CommandStatus::kOk;
+}
+
+CommandStatus Nic::FreePd(PdNumber) { return CommandStatus::kOk; }
+
+CommandStatus Nic::CreateQp(const QpCreate& create, Qpn* out) {
+  if (FindCq(create.send_cq) == nullptr || FindCq(create.receive_cq) == nullptr) return CommandStatus::kNotFound;
+  if (create.send_queue.ring == nullptr || create.send_queue.stride_blocks == 0) return CommandStatus::kInvalidArgument;
+  std::size_t slot = 0;
+  while (slot < qps_.size() && qps_[slot]) ++slot;
+  if (slot >= profile_.max_qps) return CommandStatus::kNoResources;
+  if (slot == qps_.size()) qps_.emplace_back();
+  auto qp = std::make_unique<QpContext>();
+  qp->qpn = Qpn{static_cast<std::uint32_t>(slot) + kFirstQpn};
+  qp->state = QpState::kReset;
+  qp->pd = create.pd;
+  qp->send_cq = create.send_cq;
+  qp->receive_cq = create.receive_cq;
+  qp->send_queue = create.send_queue;
+  qp->receive_queue = create.receive_queue;
+  qp->max_inline_bytes = create.max_inline_bytes;
+  qp->requester.doorbell_index = create.send_queue.ring->ProducerIndex();
+  qp->requester.fetched_blocks = qp->requester.doorbell_index;
+  *out = qp->qpn;
+  NDKSIM_TRACE(tracer_, events_.Now(), id_, Requester, "create qp {}", qp->qpn.value);
+  qps_[slot] = std::move(qp);
+  return CommandStatus::kOk;
+}
+
+CommandStatus Nic::ConnectQp(Qpn qpn, const QpConnect& connect) {
+  QpContext* qp = FindQp(qpn);
+  if (qp == nullptr) return CommandStatus::kNotFound;
+  if (qp->state != QpState::kReset) return CommandStatus::kInvalidState;
+  qp->remote_node = connect.remote_node;
+  qp->remote_qpn = connect.remote_qpn;
+  qp->requester.next_psn = Psn{connect.send_psn & Psn::kMask};
+  qp->responder.expected_psn = Psn{connect.receive_psn & Psn::kMask};
+  qp->inbound_read_limit = connect.inbound_read_limit;
+  qp->outbound_read_limit = connect.outbound_read_limit;
+  qp->completer.retries_left = profile_.retry_count;
+  qp->completer.rnr_retries_left = profile_.rnr_retry_count;
+  qp->state = QpState::kReadyToSend;
+  NDKSIM_TRACE(tracer_, events_.Now(), id_, Requester, "qp {} connected to n{} qp {}", qpn.value,
+               connect.remote_node, connect.remote_qpn.value);
+  // WQEs may have been rung before the connection was made.
+  wqe_fetch_->Kick(*qp);
+  return CommandStatus::kOk;
+}
+
+CommandStatus Nic::ModifyQpToError(Qpn qpn) {
+  QpContext* qp = FindQp(qpn);
+  if (qp == nullptr) return CommandStatus::kNotFound;
+  EnterQpError(*qp, QpErrorCause::kConsumer);
+  return CommandStatus::kOk;
+}
+
+CommandStatus Nic::DestroyQp(Qpn qpn) {
+  QpContext* qp = FindQp(qpn);
+  if (qp == nullptr) return CommandStatus::kNotFound;
+  qps_[qpn.value - kFirstQpn].reset();
+  return CommandStatus::kOk;
+}
+
+QpState Nic::QueryQpState(Qpn qpn) const {
+  if (qpn.value < kFirstQpn || qpn.value - kFirstQpn >= qps_.size() || !qps_[qpn.value - kFirstQpn]) {
+    return QpState::kReset;
+  }
+  return qps_[qpn.value - kFirstQpn]->state;
+}
+
+CommandStatus Nic::RegisterMemory(const MemoryRegistration& reg, MemoryKey* out) {
+  return translation_->Register(reg, out);
+}
+
+CommandStatus Nic::DeregisterMemory(MemoryKey key) { return translation_->Deregister(key); }
+
+void Nic::EnterQpError(QpContext& qp, QpErrorCause cause) {
+  if (qp.state == QpState::kError) return;
+  const bool was_connected = qp.state == QpState::kReadyToSend;
+  qp.state = QpState::kError;
+  NDKSIM_TRACE(tracer_, events_.Now(), id_, Completer, "qp {} enters error (cause {})", qp.qpn.value,
+               static_cast<int>(cause));
+  requester_->Abort(qp);
+  ++qp.completer.timer_generation;
+  qp.completer.timer_armed = false;
+  if (cause == QpErrorCause::kLocal && was_connected) {
+    // Tell the peer so its QP flushes too (the iWARP TERMINATE / IB disconnect of real stacks).
+    std::uint32_t id;
+    Packet& p = port_->Pool().Acquire(&id);
+    p.source_node = id_;
+    p.destination_node = qp.remote_node;
+    p.source_qpn = qp.qpn;
+    p.destination_qpn = qp.remote_qpn;
+    p.opcode = PacketOpcode::kTerminate;
+    p.psn = qp.requester.next_psn;
+    port_->Transmit(id);
+  }
+  if (cause != QpErrorCause::kConsumer && was_connected) {
+    EventEntry e{};
+    e.type = EventType::kConnectionAbort;
+    e.object = qp.qpn.value;
+    PostEvent(e);
+  }
+  completer_->FlushFetched(qp);
+  wqe_fetch_->Kick(qp);
+  completion_engine_->FlushReceives(qp);
+}
+
+void Nic::PostEvent(const EventEntry& entry) {
+  // The entry is written to the event queue by DMA; the MSI-X write that follows it is ordered
+  // behind it, so the host never sees the interrupt before the entry.
+  pending_events_.push_back(entry);
+  pcie_->DmaWrite(sizeof(EventEntry) - kManagementPayloadBytes + entry.payload_bytes, [this] {
+    NDKSIM_CHECK(!pending_events_.empty());
+    const EventEntry& e = pending_events_.front();
+    if (event_ring_ != nullptr) {
+      // An event ring too small for the traffic is a configuration bug of the driver.
+      NDKSIM_CHECK(event_ring_->TryPush(e));
+    }
+    pending_events_.pop_front();
+    if (event_ring_ == nullptr) return;
+    ++counters_.interrupts;
+    host_.RaiseInterrupt(interrupt_vector_);
+  });
+}
+
+bool Nic::SendManagementDatagram(const NetworkAddress& destination, std::span<const std::byte> bytes) {
+  Nic* dest = network_.Resolve(destination);
+  if (dest == nullptr || bytes.size() > kManagementPayloadBytes) return false;
+  std::uint32_t id;
+  Packet& p = port_->Pool().Acquire(&id);
+  p.source_node = id_;
+  p.destination_node = dest->Id();
+  p.opcode = PacketOpcode::kManagement;
+  p.payload.assign(bytes.begin(), bytes.end());
+  // Management traffic is light; it is modelled as a fixed end-to-end latency.
+  events_.ScheduleAfter(profile_.management_latency, EventPriority::kWire,
+                        [dest, id] { dest->GetPort().Receive(id); });
+  return true;
+}
+
+void Nic::DeliverManagementDatagram(std::span<const std::byte> bytes) {
+  EventEntry e{};
+  e.type = EventType::kManagement;
+  e.payload_bytes = static_cast<std::uint32_t>(std::min(bytes.size(), kManagementPayloadBytes));
+  std::memcpy(e.payload.data(), bytes.data(), e.payload_bytes);
+  PostEvent(e);
+}
+
+}  // namespace ndksim::hw

@@ -1,0 +1,232 @@
+// The RNIC: owns the hardware blocks and the NIC's context tables, and exposes what a driver can
+// touch: MMIO doorbells and a synchronous command interface for control operations. The NIC never
+// calls the driver; it reaches the host only through DMA into host memory and interrupts.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "hwmodel/doorbell_queue.h"
+#include "hwmodel/host_interface.h"
+#include "ndksim/profile.h"
+#include "ndksim/time.h"
+
+namespace ndksim {
+class Tracer;
+}
+
+namespace ndksim::hw {
+
+class EventQueue;
+class Host;
+class PcieLink;
+class DoorbellUnit;
+class WqeFetch;
+class Translation;
+class Requester;
+class Responder;
+class Completer;
+class CompletionEngine;
+class Port;
+class Network;
+struct QpContext;
+struct CqContext;
+
+using NodeId = std::uint32_t;
+
+// An IPv4 or IPv6 address as the NIC's management agent routes on it.
+struct NetworkAddress {
+  std::uint8_t family = 0;  // 4 or 6
+  std::array<std::uint8_t, 16> bytes{};
+  bool operator==(const NetworkAddress&) const = default;
+};
+
+// Memory access rights held by a protection-table entry.
+namespace access {
+inline constexpr std::uint32_t kLocalWrite = 0x1;
+inline constexpr std::uint32_t kRemoteRead = 0x2;
+inline constexpr std::uint32_t kRemoteWrite = 0x4;
+inline constexpr std::uint32_t kReadSink = 0x8;
+}  // namespace access
+
+enum class CommandStatus : std::uint8_t {
+  kOk,
+  kNoResources,     // NIC table full
+  kInvalidArgument, // malformed command
+  kInvalidState,    // object not in a state that allows the command
+  kNotFound,        // no such object
+  kBusy,            // object still referenced
+};
+
+struct CqCreate {
+  CompletionQueueMemory memory;  // the CQ ring in host memory
+  std::uint32_t interrupt_vector = 0;
+};
+
+struct QpCreate {
+  PdNumber pd;
+  CqNumber send_cq;
+  CqNumber receive_cq;
+  WorkQueue send_queue;
+  WorkQueue receive_queue;
+  std::uint32_t max_inline_bytes = 0;
+};
+
+// What the connection manager hands the NIC when a QP becomes connected.
+struct QpConnect {
+  NodeId remote_node = 0;
+  Qpn remote_qpn;
+  std::uint32_t send_psn = 0;     // first PSN this QP sends
+  std::uint32_t receive_psn = 0;  // first PSN this QP expects
+  std::uint32_t inbound_read_limit = 0;   // IRD
+  std::uint32_t outbound_read_limit = 0;  // ORD
+};
+
+struct MemoryRegistration {
+  PdNumber pd;
+  std::uint64_t virtual_address = 0;  // the identifier consumers put in SGEs and remote addresses
+  std::uint64_t length = 0;
+  std::byte* host_memory = nullptr;   // where the span lives in host memory (DMA target)
+  std::uint32_t access = 0;           // access:: bits
+};
+
+// Why a QP enters the error state: decides who else must hear of it.
+enum class QpErrorCause : std::uint8_t {
+  kConsumer,  // the driver asked (flush, disconnect): nobody else is told
+  kLocal,     // this NIC found the error: the peer gets a Terminate, the host an abort event
+  kRemote,    // the peer reported or caused it: the host gets an abort event
+};
+
+// QP states as the NIC sees them.
+enum class QpState : std::uint8_t { kReset, kReadyToReceive, kReadyToSend, kError };
+
+// Counters of one NIC, updated by the block that owns each.
+struct NicCounters {
+  std::uint64_t doorbells = 0;
+  std::uint64_t doorbells_dropped = 0;
+  std::uint64_t wqes_fetched = 0;
+  std::uint64_t wqes_executed = 0;
+  std::uint64_t packets_sent = 0;
+  std::uint64_t packets_received = 0;
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t dma_reads = 0;
+  std::uint64_t dma_read_bytes = 0;
+  std::uint64_t dma_writes = 0;
+  std::uint64_t dma_write_bytes = 0;
+  std::uint64_t cqes_written = 0;
+  std::uint64_t interrupts = 0;
+  std::uint64_t naks_sent = 0;
+  std::uint64_t rnr_naks_sent = 0;
+  std::uint64_t retransmissions = 0;
+  std::uint64_t fence_stalls = 0;
+  std::uint64_t protection_faults = 0;
+};
+
+class Nic {
+ public:
+  Nic(NodeId id, const HardwareProfile& profile, EventQueue& events, Host& host, Network& network,
+      Tracer& tracer, std::uint64_t seed);
+  ~Nic();
+  Nic(const Nic&) = delete;
+  Nic& operator=(const Nic&) = delete;
+
+  NodeId Id() const { return id_; }
+  const HardwareProfile& Profile() const { return profile_; }
+
+  // ---- MMIO: callable from any thread; delivered to the doorbell unit by the engine ----
+  // Returns false only if the doorbell FIFO is full (the write must be retried: back-pressure).
+  [[nodiscard]] bool WriteDoorbell(const Doorbell& doorbell);
+  // Engine side: moves queued doorbell writes into the model at the current simulated time.
+  // Returns how many were taken.
+  std::size_t DrainDoorbells();
+
+  // ---- command interface: synchronous, engine thread / stepped mode only ----
+  void SetEventQueue(SpscRing<EventEntry>* ring, std::uint32_t interrupt_vector);
+  CommandStatus CreateCq(const CqCreate& create, CqNumber* out);
+  CommandStatus ResizeCq(CqNumber cq, const CompletionQueueMemory& memory);
+  CommandStatus DestroyCq(CqNumber cq);
+  CommandStatus AllocatePd(PdNumber* out);
+  CommandStatus FreePd(PdNumber pd);
+  CommandStatus CreateQp(const QpCreate& create, Qpn* out);
+  CommandStatus ConnectQp(Qpn qpn, const QpConnect& connect);  // -> ReadyToSend
+  CommandStatus ModifyQpToError(Qpn qpn);                        // flush everything
+  CommandStatus DestroyQp(Qpn qpn);
+  QpState QueryQpState(Qpn qpn) const;
+  CommandStatus RegisterMemory(const MemoryRegistration& reg, MemoryKey* out);
+  CommandStatus DeregisterMemory(MemoryKey key);
+  // Sends a connection-management datagram to whoever owns `destination`. False if no node
+  // owns it (the fabric has no route).
+  bool SendManagementDatagram(const NetworkAddress& destination, std::span<const std::byte> bytes);
+
+  // ---- wiring, done by the fabric ----
+  Port& GetPort() { return *port_; }
+  void AddAddress(const NetworkAddress& a) { addresses_.push_back(a); }
+  const std::vector<NetworkAddress>& Addresses() const { return addresses_; }
+  bool OwnsAddress(const NetworkAddress& a) const;
+
+  const NicCounters& Counters() const { return counters_; }
+
+  // ---- used by the blocks ----
+  NicCounters& MutableCounters() { return counters_; }
+  EventQueue& Events() { return events_; }
+  Tracer& Trace() { return tracer_; }
+  QpContext* FindQp(Qpn qpn);
+  CqContext* FindCq(CqNumber cq);
+  PcieLink& Pcie() { return *pcie_; }
+  DoorbellUnit& Doorbells() { return *doorbell_unit_; }
+  WqeFetch& Fetch() { return *wqe_fetch_; }
+  Translation& Tpt() { return *translation_; }
+  Requester& Req() { return *requester_; }
+  Responder& Resp() { return *responder_; }
+  Completer& Comp() { return *completer_; }
+  CompletionEngine& Cqes() { return *completion_engine_; }
+  // Writes an event-queue entry to host memory and raises the interrupt.
+  void PostEvent(const EventEntry& entry);
+  // Moves a QP to the error state (once) and flushes it; who is told depends on the cause.
+  void EnterQpError(QpContext& qp, QpErrorCause cause);
+  // Calls `fn` for every live QP.
+  template <typename Fn>
+  void ForEachQp(Fn&& fn) {
+    for (auto& qp : qps_) {
+      if (qp) fn(*qp);
+    }
+  }
+  // Delivers an incoming management datagram to the host.
+  void DeliverManagementDatagram(std::span<const std::byte> bytes);
+
+ private:
+  NodeId id_;
+  HardwareProfile profile_;
+  EventQueue& events_;
+  Host& host_;
+  Network& network_;
+  Tracer& tracer_;
+  NicCounters counters_;
+  std::vector<NetworkAddress> addresses_;
+  MpscQueue<Doorbell> doorbell_fifo_;
+
+  SpscRing<EventEntry>* event_ring_ = nullptr;
+  std::deque<EventEntry> pending_events_;  // written to the event ring when their DMA lands
+  std::uint32_t interrupt_vector_ = 0;
+
+  std::vector<std::unique_ptr<QpContext>> qps_;  // index = QPN - kFirstQpn
+  std::vector<std::unique_ptr<CqContext>> cqs_;
+  std::uint32_t next_pd_ = 1;
+
+  std::unique_ptr<PcieLink> pcie_;
+  std::unique_ptr<DoorbellUnit> doorbell_unit_;
+  std::unique_ptr<WqeFetch> wqe_fetch_;
+  std::unique_ptr<Translation> translation_;
+  std::unique_ptr<Requester> requester_;
+  std::unique_ptr<Responder> responder_;
+  std::unique_ptr<Completer> completer_;
+  std::unique_ptr<CompletionEngine> completion_engine_;
+  std::unique_ptr<Port> port_;
+};
+
+}  // namespace ndksim::hw

@@ -1,0 +1,123 @@
+// Packets of the reliable-connection transport as they cross the wire, and the PSN arithmetic.
+// Header fields follow the InfiniBand/RoCE base and extended transport headers in spirit (BTH,
+// RETH, AETH); the byte layout is not modelled, only the per-packet overhead bytes.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "hwmodel/host_interface.h"
+
+namespace ndksim::hw {
+
+using NodeId = std::uint32_t;
+
+// A 24-bit packet sequence number with wrap-aware ordering.
+struct Psn {
+  static constexpr std::uint32_t kMask = 0x00ff'ffff;
+  std::uint32_t value = 0;
+
+  constexpr Psn operator+(std::uint32_t n) const { return Psn{(value + n) & kMask}; }
+  constexpr bool operator==(const Psn&) const = default;
+  // Signed distance from `b` to `a` in the 24-bit space: positive when a is after b.
+  static constexpr std::int32_t Diff(Psn a, Psn b) {
+    const std::uint32_t d = (a.value - b.value) & kMask;
+    return d & 0x0080'0000 ? static_cast<std::int32_t>(d) - 0x0100'0000 : static_cast<std::int32_t>(d);
+  }
+  constexpr bool Before(Psn b) const { return Diff(*this, b) < 0; }
+  constexpr bool AtOrBefore(Psn b) const { return Diff(*this, b) <= 0; }
+};
+
+#define NDKSIM_PACKET_OPCODES(X) \
+  X(SendFirst)                   \
+  X(SendMiddle)                  \
+  X(SendLast)                    \
+  X(SendOnly)                    \
+  X(WriteFirst)                  \
+  X(WriteMiddle)                 \
+  X(WriteLast)                   \
+  X(WriteOnly)                   \
+  X(ReadRequest)                 \
+  X(ReadResponseFirst)           \
+  X(ReadResponseMiddle)          \
+  X(ReadResponseLast)            \
+  X(ReadResponseOnly)            \
+  X(Acknowledge)                 \
+  X(Terminate)                   \
+  X(Management)
+
+enum class PacketOpcode : std::uint8_t {
+#define NDKSIM_X(name) k##name,
+  NDKSIM_PACKET_OPCODES(NDKSIM_X)
+#undef NDKSIM_X
+};
+inline constexpr std::array<std::string_view, 16> kPacketOpcodeNames = {
+#define NDKSIM_X(name) #name,
+    NDKSIM_PACKET_OPCODES(NDKSIM_X)
+#undef NDKSIM_X
+};
+static_assert(kPacketOpcodeNames.size() == static_cast<std::size_t>(PacketOpcode::kManagement) + 1);
+constexpr std::string_view Name(PacketOpcode op) { return kPacketOpcodeNames[static_cast<std::size_t>(op)]; }
+
+// Position of a packet inside its message, from the opcode table.
+struct OpcodeTraits {
+  bool is_request;   // travels requester -> responder
+  bool first;        // starts a message
+  bool last;         // ends a message
+  bool has_payload;
+};
+inline constexpr std::array<OpcodeTraits, 16> kOpcodeTraits = {{
+    {true, true, false, true},     // SendFirst
+    {true, false, false, true},    // SendMiddle
+    {true, false, true, true},     // SendLast
+    {true, true, true, true},      // SendOnly
+    {true, true, false, true},     // WriteFirst (carries RETH)
+    {true, false, false, true},    // WriteMiddle
+    {true, false, true, true},     // WriteLast
+    {true, true, true, true},      // WriteOnly (carries RETH)
+    {true, true, true, false},     // ReadRequest (carries RETH)
+    {false, true, false, true},    // ReadResponseFirst
+    {false, false, false, true},   // ReadResponseMiddle
+    {false, false, true, true},    // ReadResponseLast
+    {false, true, true, true},     // ReadResponseOnly
+    {false, true, true, false},    // Acknowledge (AETH)
+    {true, true, true, false},     // Terminate
+    {false, true, true, true},     // Management
+}};
+static_assert(kOpcodeTraits.size() == kPacketOpcodeNames.size());
+constexpr const OpcodeTraits& Traits(PacketOpcode op) { return kOpcodeTraits[static_cast<std::size_t>(op)]; }
+
+// AETH syndrome of an acknowledgement.
+enum class AckSyndrome : std::uint8_t {
+  kAck,
+  kRnrNak,
+  kPsnSequenceError,
+  kRemoteInvalidRequest,
+  kRemoteAccessError,
+  kRemoteOperationError,
+};
+
+struct Packet {
+  NodeId source_node = 0;
+  NodeId destination_node = 0;
+  PacketOpcode opcode = PacketOpcode::kAcknowledge;
+  Qpn destination_qpn;
+  Qpn source_qpn;
+  Psn psn;
+  bool solicited = false;
+  // RETH: Write First/Only and Read Request.
+  std::uint64_t remote_address = 0;
+  std::uint32_t remote_key = 0;
+  std::uint32_t dma_length = 0;
+  // SendInvalidate: the token the receiver must invalidate (IETH).
+  bool has_invalidate_key = false;
+  std::uint32_t invalidate_key = 0;
+  // AETH
+  AckSyndrome syndrome = AckSyndrome::kAck;
+  // Payload bytes; the vector's capacity is kept across reuse so steady state does not allocate.
+  std::vector<std::byte> payload;
+};
+
+}  // namespace ndksim::hw

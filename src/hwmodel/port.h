@@ -1,0 +1,67 @@
+// Port, wire and fabric: a NIC's port serializes packets at the link rate; the network carries them
+// to the destination node after the propagation delay (and a switch hop when nodes meet at a
+// switch). Packets live in a pool shared by the fabric so steady-state traffic does not allocate.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "hwmodel/event_queue.h"
+#include "hwmodel/nic.h"
+#include "hwmodel/packet.h"
+
+namespace ndksim::hw {
+
+// Recycles Packet objects; references stay valid until the packet is released.
+class PacketPool {
+ public:
+  Packet& Acquire(std::uint32_t* id);
+  Packet& Get(std::uint32_t id) { return packets_[id]; }
+  void Release(std::uint32_t id);
+  std::size_t Allocated() const { return packets_.size(); }
+
+ private:
+  std::deque<Packet> packets_;
+  std::vector<std::uint32_t> free_;
+};
+
+class Network;
+
+class Port {
+ public:
+  Port(Nic& nic, EventQueue& events, Network& network);
+
+  // Takes ownership of packet `id` and puts it on the wire.
+  void Transmit(std::uint32_t id);
+  // A packet arrived from the wire: hands it to the responder or the completer.
+  void Receive(std::uint32_t id);
+
+  PacketPool& Pool();
+  TimePoint TransmitFreeAt() const { return tx_free_; }
+
+ private:
+  Nic& nic_;
+  EventQueue& events_;
+  Network& network_;
+  TimePoint tx_free_{};
+};
+
+// The links between ports. Two nodes are joined back to back; more meet at one switch.
+class Network {
+ public:
+  explicit Network(EventQueue& events) : events_(events) {}
+  void Attach(Nic& nic);
+  Nic* NodeNic(NodeId id) { return id < nics_.size() ? nics_[id] : nullptr; }
+  // Which node owns `address`, or nullptr.
+  Nic* Resolve(const NetworkAddress& address);
+  PacketPool& Pool() { return pool_; }
+  bool Switched() const { return nics_.size() > 2; }
+
+ private:
+  EventQueue& events_;
+  std::vector<Nic*> nics_;  // index = node id
+  PacketPool pool_;
+};
+
+}  // namespace ndksim::hw

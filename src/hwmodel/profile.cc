@@ -1,0 +1,146 @@
+// Hardware profile presets and their validation.
+#include "ndksim/profile.h"
+
+#include <fmt/format.h>
+
+namespace ndksim {
+
+std::string_view Name(Transport t) {
+  switch (t) {
+    case Transport::kRoCEv2: return "RoCEv2";
+    case Transport::kIWarp: return "iWARP";
+    case Transport::kInfiniBand: return "InfiniBand";
+  }
+  return "?";
+}
+
+std::vector<std::string> Validate(const HardwareProfile& p) {
+  std::vector<std::string> errors;
+  auto require = [&](bool ok, std::string_view field, std::string_view rule) {
+    if (!ok) errors.push_back(fmt::format("{}: {}", field, rule));
+  };
+  const Duration zero = Duration::zero();
+  require(!p.name.empty(), "name", "must not be empty");
+  require(p.pcie_mmio_write_latency >= zero, "pcie_mmio_write_latency", "must not be negative");
+  require(p.pcie_dma_read_latency >= zero, "pcie_dma_read_latency", "must not be negative");
+  require(p.pcie_dma_write_latency >= zero, "pcie_dma_write_latency", "must not be negative");
+  require(p.pcie_bandwidth.bits_per_second >= 0, "pcie_bandwidth", "must not be negative (0 = unlimited)");
+  require(p.nic_clock.Megahertz() > 0, "nic_clock", "must be a positive frequency");
+  require(p.wqe_processing.count >= 0, "wqe_processing", "must not be negative");
+  require(p.packet_processing.count >= 0, "packet_processing", "must not be negative");
+  require(p.link_rate.bits_per_second >= 0, "link_rate", "must not be negative (0 = unlimited)");
+  require(p.propagation_delay >= zero, "propagation_delay", "must not be negative");
+  require(p.switch_latency >= zero, "switch_latency", "must not be negative");
+  const bool mtu_ok = p.mtu_bytes == 256 || p.mtu_bytes == 512 || p.mtu_bytes == 1024 ||
+                      p.mtu_bytes == 2048 || p.mtu_bytes == 4096;
+  require(mtu_ok, "mtu_bytes", "must be 256, 512, 1024, 2048 or 4096");
+  require(p.ack_timeout > zero, "ack_timeout", "must be positive");
+  require(p.rnr_delay >= zero, "rnr_delay", "must not be negative");
+  require(p.management_latency >= zero, "management_latency", "must not be negative");
+  require(p.max_registration_bytes > 0, "max_registration_bytes", "must be positive");
+  require(p.max_window_bytes > 0, "max_window_bytes", "must be positive");
+  require(p.frmr_page_count >= 16, "frmr_page_count", "must be at least 16 (NDK requirement)");
+  require(p.max_initiator_sge >= 1 && p.max_initiator_sge <= 62, "max_initiator_sge", "must be 1..62");
+  require(p.max_receive_sge >= 1 && p.max_receive_sge <= 64, "max_receive_sge", "must be 1..64");
+  require(p.max_read_sge >= 1 && p.max_read_sge <= p.max_initiator_sge, "max_read_sge",
+          "must be 1..max_initiator_sge");
+  require(p.max_transfer_bytes > 0, "max_transfer_bytes", "must be positive");
+  require(p.max_inline_bytes <= 1024, "max_inline_bytes", "must be at most 1024");
+  require(p.max_inbound_read_limit >= 1, "max_inbound_read_limit", "must be at least 1");
+  require(p.max_outbound_read_limit >= 1, "max_outbound_read_limit", "must be at least 1");
+  require(p.max_receive_queue_depth >= 1, "max_receive_queue_depth", "must be at least 1");
+  require(p.max_initiator_queue_depth >= 1, "max_initiator_queue_depth", "must be at least 1");
+  require(p.max_cq_depth >= 1 && p.max_cq_depth <= (1u << 24), "max_cq_depth", "must be 1..2^24");
+  require(p.max_caller_data <= 512, "max_caller_data", "must be at most 512");
+  require(p.max_callee_data <= 512, "max_callee_data", "must be at most 512");
+  require(p.max_qps >= 1 && p.max_qps < (1u << 23), "max_qps", "must be 1..2^23-1 (24-bit QPNs)");
+  require(p.max_cqs >= 1, "max_cqs", "must be at least 1");
+  require(p.max_mrs >= 1 && p.max_mrs < (1u << 24), "max_mrs", "must be 1..2^24-1 (24-bit token index)");
+  return errors;
+}
+
+void ValidateOrThrow(const HardwareProfile& p) {
+  const auto errors = Validate(p);
+  if (errors.empty()) return;
+  throw ConfigurationError(fmt::format("invalid hardware profile '{}': {}", p.name, fmt::join(errors, "; ")));
+}
+
+namespace profiles {
+
+namespace {
+// Limits shared by the presets: what a current 100 GbE RNIC reports through NDK_ADAPTER_INFO.
+constexpr HardwareProfile WithRnicLimits(HardwareProfile p) {
+  p.max_registration_bytes = std::uint64_t{1} << 40;
+  p.max_window_bytes = std::uint64_t{1} << 40;
+  p.frmr_page_count = 256;
+  p.max_initiator_sge = 30;
+  p.max_receive_sge = 30;
+  p.max_read_sge = 30;
+  p.max_transfer_bytes = 1u << 30;
+  p.max_inline_bytes = 256;
+  p.max_inbound_read_limit = 16;
+  p.max_outbound_read_limit = 16;
+  p.max_receive_queue_depth = 16384;
+  p.max_initiator_queue_depth = 16384;
+  p.max_srq_depth = 32768;
+  p.max_cq_depth = 1u << 20;
+  p.large_request_threshold = 8192;
+  p.max_caller_data = 56;
+  p.max_callee_data = 148;
+  p.max_qps = 1u << 17;
+  p.max_cqs = 1u << 16;
+  p.max_mrs = 1u << 20;
+  return p;
+}
+
+constexpr HardwareProfile MakeConnectX() {
+  HardwareProfile p;
+  p.name = "connectx-100g-roce";
+  p.transport = Transport::kRoCEv2;
+  p.remote_access_error = RemoteAccessErrorStatus::kAccessViolation;
+  p.vendor_id = 0x02c9;   // Mellanox/NVIDIA
+  p.device_id = 0x1017;   // ConnectX-5
+  p.pcie_mmio_write_latency = Nanoseconds(200);
+  p.pcie_dma_read_latency = Nanoseconds(546);   // pcie-bench median, 8-64 B
+  p.pcie_dma_write_latency = Nanoseconds(250);
+  p.pcie_bandwidth = MegabitsPerSecond(113'700);  // Gen3 x16 usable TLP bandwidth
+  p.nic_clock = ClockDomain(1000);
+  p.wqe_processing = Cycles{100};
+  p.packet_processing = Cycles{50};
+  p.link_rate = GigabitsPerSecond(100);
+  p.propagation_delay = Nanoseconds(5);  // 1 m of cable
+  p.switch_latency = Nanoseconds(300);
+  p.mtu_bytes = 4096;
+  // preamble+SFD 8, IFG 12, Ethernet 14, FCS 4, IPv4 20, UDP 8, BTH 12, ICRC 4
+  p.packet_overhead_bytes = 82;
+  p.ack_timeout = Microseconds(500);
+  p.retry_count = 7;
+  p.rnr_delay = Microseconds(10);
+  p.rnr_retry_count = 7;
+  p.management_latency = Microseconds(20);
+  return WithRnicLimits(p);
+}
+
+constexpr HardwareProfile MakeFunctional() {
+  HardwareProfile p = MakeConnectX();
+  p.name = "functional";
+  p.pcie_mmio_write_latency = Duration::zero();
+  p.pcie_dma_read_latency = Duration::zero();
+  p.pcie_dma_write_latency = Duration::zero();
+  p.pcie_bandwidth = BitRate{0};
+  p.wqe_processing = Cycles{0};
+  p.packet_processing = Cycles{0};
+  p.link_rate = BitRate{0};
+  p.propagation_delay = Duration::zero();
+  p.switch_latency = Duration::zero();
+  p.rnr_delay = Nanoseconds(1);
+  p.management_latency = Duration::zero();
+  return p;
+}
+}  // namespace
+
+const HardwareProfile kConnectX100GbeRoce = MakeConnectX();
+const HardwareProfile kFunctional = MakeFunctional();
+
+}  // namespace profiles
+}  // namespace ndksim

@@ -1,0 +1,394 @@
+// Responder: request validation in the transport's order, data placement by DMA, read responses.
+#include "hwmodel/responder.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "hwmodel/completion_engine.h"
+#include "hwmodel/contexts.h"
+#include "hwmodel/pcie_link.h"
+#include "hwmodel/port.h"
+#include "hwmodel/translation.h"
+#include "ndksim/trace.h"
+
+namespace ndksim::hw {
+
+namespace {
+
+bool IsSend(PacketOpcode op) { return op <= PacketOpcode::kSendOnly; }
+bool IsWrite(PacketOpcode op) { return op >= PacketOpcode::kWriteFirst && op <= PacketOpcode::kWriteOnly; }
+
+// Reads receive WQE `counter` from the host ring: segment 0 is the control segment.
+void ReadReceiveWqe(const QpContext& qp, std::uint32_t counter, std::uint32_t* sge_count, WqeDataSegment* sges) {
+  const WorkQueue& rq = qp.receive_queue;
+  const std::byte* wqe = rq.ring->SlotAt(counter * rq.stride_blocks).bytes.data();
+  WqeControl control;
+  std::memcpy(&control, wqe, sizeof control);
+  const std::uint32_t room = rq.stride_blocks * static_cast<std::uint32_t>(kSegmentsPerBlock) - 1;
+  *sge_count = std::min<std::uint32_t>({control.sge_count, room, kMaxSge});
+  std::memcpy(sges, wqe + kWqeSegmentBytes, *sge_count * kWqeSegmentBytes);
+}
+
+std::uint64_t TotalLength(const WqeDataSegment* sges, std::uint32_t count) {
+  std::uint64_t total = 0;
+  for (std::uint32_t i = 0; i < count; ++i) total += sges[i].length;
+  return total;
+}
+
+}  // namespace
+
+ResponderCheck CheckSequence(const QpContext& qp, const Packet& p) {
+  const ResponderState& r = qp.responder;
+  const std::int32_t d = Psn::Diff(p.psn, r.expected_psn);
+  if (d < 0) return ResponderCheck::kDuplicate;
+  if (d > 0) return r.rnr_nak_outstanding ? ResponderCheck::kSilentDiscard : ResponderCheck::kOutOfSequence;
+  const OpcodeTraits& t = Traits(p.opcode);
+  if (r.in_message) {
+    // Inside a message only its Middle and Last packets may come.
+    const bool same_kind = IsSend(p.opcode) == IsSend(r.message_kind) && IsWrite(p.opcode) == IsWrite(r.message_kind);
+    if (t.first || !same_kind) return ResponderCheck::kBadOpcodeSequence;
+  } else if (!t.first) {
+    return ResponderCheck::kBadOpcodeSequence;
+  }
+  return ResponderCheck::kAccept;
+}
+
+void Responder::OnPacket(std::uint32_t packet_id) {
+  PacketPool& pool = nic_.GetPort().Pool();
+  const Packet& p = pool.Get(packet_id);
+  QpContext* qp = nic_.FindQp(p.destination_qpn);
+  if (qp == nullptr || qp->state != QpState::kReadyToSend || qp->remote_qpn != p.source_qpn) {
+    pool.Release(packet_id);
+    return;
+  }
+  if (p.opcode == PacketOpcode::kTerminate) {
+    NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Responder, "qp {} terminated by peer", qp->qpn.value);
+    pool.Release(packet_id);
+    nic_.EnterQpError(*qp, QpErrorCause::kRemote);
+    return;
+  }
+  switch (CheckSequence(*qp, p)) {
+    case ResponderCheck::kAccept:
+      break;
+    case ResponderCheck::kDuplicate:
+      // Re-acknowledge the newest completed PSN so a requester that lost our ACK moves on.
+      SendAck(*qp, qp->responder.expected_psn + Psn::kMask, AckSyndrome::kAck);
+      pool.Release(packet_id);
+      return;
+    case ResponderCheck::kOutOfSequence:
+      qp->responder.rnr_nak_outstanding = true;  // discard until the expected PSN comes back
+      SendAck(*qp, qp->responder.expected_psn, AckSyndrome::kPsnSequenceError);
+      pool.Release(packet_id);
+      return;
+    case ResponderCheck::kSilentDiscard:
+    case ResponderCheck::kDropNoQp:
+      pool.Release(packet_id);
+      return;
+    case ResponderCheck::kBadOpcodeSequence: {
+      const Psn psn = p.psn;
+      pool.Release(packet_id);
+      Fail(*qp, psn, AckSyndrome::kRemoteInvalidRequest);
+      return;
+    }
+  }
+  qp->responder.rnr_nak_outstanding = false;
+  if (IsSend(p.opcode)) {
+    OnSend(*qp, packet_id);
+  } else if (IsWrite(p.opcode)) {
+    OnWrite(*qp, packet_id);
+  } else {
+    OnReadRequest(*qp, packet_id);
+  }
+}
+
+bool Responder::StartReceive(QpContext& qp) {
+  ResponderState& r = qp.responder;
+  const WorkQueue& rq = qp.receive_queue;
+  if (rq.ring == nullptr) return false;
+  const std::uint32_t published = rq.ring->PublishedProducerIndex();  // acquire: the WQE is complete
+  if (published - r.receive_counter * rq.stride_blocks < rq.stride_blocks) return false;
+  ReadReceiveWqe(qp, r.receive_counter, &r.receive_sge_count, r.receive_sges.data());
+  r.receive_capacity = TotalLength(r.receive_sges.data(), r.receive_sge_count);
+  r.message_bytes = 0;
+  // The receive WQE is fetched by DMA; placement of this message waits for it.
+  const Duration fetch = nic_.Profile().pcie_dma_read_latency;
+  r.placement_ready = std::max(r.placement_ready, events_.Now() + fetch);
+  ++nic_.MutableCounters().dma_reads;
+  nic_.MutableCounters().dma_read_bytes += rq.stride_blocks * kWqeBlockBytes;
+  return true;
+}
+
+void Responder::OnSend(QpContext& qp, std::uint32_t packet_id) {
+  PacketPool& pool = nic_.GetPort().Pool();
+  const Packet& p = pool.Get(packet_id);
+  ResponderState& r = qp.responder;
+  const Psn psn = p.psn;
+  if (Traits(p.opcode).first) {
+    if (!StartReceive(qp)) {
+      // Receiver not ready: NAK without consuming the PSN; the requester retries after a delay.
+      ++nic_.MutableCounters().rnr_naks_sent;
+      r.rnr_nak_outstanding = true;
+      pool.Release(packet_id);
+      SendAck(qp, psn, AckSyndrome::kRnrNak);
+      return;
+    }
+    r.in_message = true;
+    r.message_kind = p.opcode;
+  }
+  const auto length = static_cast<std::uint32_t>(p.payload.size());
+  if (r.message_bytes + length > r.receive_capacity) {
+    pool.Release(packet_id);
+    CompletionRecord rec;
+    rec.qpn = qp.qpn.value;
+    rec.wqe_counter = r.receive_counter;
+    rec.opcode = WqeOpcode::kReceive;
+    rec.syndrome = CompletionSyndrome::kReceiveOverflow;
+    rec.flags = cqe_flag::kReceive;
+    nic_.Cqes().Post(qp.receive_cq, rec);
+    qp.receive_queue.ring->ConsumerRelease(qp.receive_queue.stride_blocks);
+    ++r.receive_counter;
+    r.in_message = false;
+    Fail(qp, psn, AckSyndrome::kRemoteInvalidRequest);
+    return;
+  }
+  // Check every target piece now so the error is reported in order; place by DMA.
+  std::uint64_t skip = r.message_bytes;
+  std::uint32_t left = length;
+  for (std::uint32_t s = 0; s < r.receive_sge_count && left > 0; ++s) {
+    const WqeDataSegment& sge = r.receive_sges[s];
+    if (skip >= sge.length) {
+      skip -= sge.length;
+      continue;
+    }
+    const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(sge.length - skip, left));
+    const TranslationResult t =
+        nic_.Tpt().Check(MemoryKey{sge.local_key}, qp.pd, sge.address + skip, n, access::kLocalWrite);
+    if (!t.Ok()) {
+      ++nic_.MutableCounters().protection_faults;
+      pool.Release(packet_id);
+      CompletionRecord rec;
+      rec.qpn = qp.qpn.value;
+      rec.wqe_counter = r.receive_counter;
+      rec.opcode = WqeOpcode::kReceive;
+      rec.syndrome = CompletionSyndrome::kLocalProtectionError;
+      rec.flags = cqe_flag::kReceive;
+      nic_.Cqes().Post(qp.receive_cq, rec);
+      qp.receive_queue.ring->ConsumerRelease(qp.receive_queue.stride_blocks);
+      ++r.receive_counter;
+      r.in_message = false;
+      Fail(qp, psn, AckSyndrome::kRemoteOperationError);
+      return;
+    }
+    left -= n;
+    skip = 0;
+  }
+  const std::uint64_t offset = r.message_bytes;
+  const std::uint32_t counter = r.receive_counter;
+  const Qpn qpn = qp.qpn;
+  r.message_bytes += length;
+  nic_.Pcie().DmaWrite(
+      length,
+      [this, qpn, counter, offset, packet_id] {
+        PacketPool& pkt_pool = nic_.GetPort().Pool();
+        QpContext* q = nic_.FindQp(qpn);
+        if (q != nullptr && q->state == QpState::kReadyToSend) {
+          // The WQE is still in host memory: the host reuses the slot only after its CQE.
+          std::uint32_t count;
+          std::array<WqeDataSegment, kMaxSge> sges;
+          ReadReceiveWqe(*q, counter, &count, sges.data());
+          const Packet& pkt = pkt_pool.Get(packet_id);
+          std::uint64_t skip_bytes = offset;
+          const std::byte* data = pkt.payload.data();
+          std::uint32_t remaining = static_cast<std::uint32_t>(pkt.payload.size());
+          for (std::uint32_t s = 0; s < count && remaining > 0; ++s) {
+            if (skip_bytes >= sges[s].length) {
+              skip_bytes -= sges[s].length;
+              continue;
+            }
+            const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(sges[s].length - skip_bytes, remaining));
+            const TranslationResult t = nic_.Tpt().Check(MemoryKey{sges[s].local_key}, q->pd,
+                                                         sges[s].address + skip_bytes, n, access::kLocalWrite);
+            if (t.Ok()) std::memcpy(t.host, data, n);
+            data += n;
+            remaining -= n;
+            skip_bytes = 0;
+          }
+        }
+        pkt_pool.Release(packet_id);
+      },
+      r.placement_ready);
+  r.expected_psn = psn + 1;
+  const Packet& pkt = pool.Get(packet_id);
+  if (!Traits(pkt.opcode).last) return;
+  // Message complete: the receive CQE is written after the data (posted writes stay ordered).
+  CompletionRecord rec;
+  rec.qpn = qp.qpn.value;
+  rec.wqe_counter = counter;
+  rec.opcode = WqeOpcode::kReceive;
+  rec.syndrome = CompletionSyndrome::kSuccess;
+  rec.byte_count = static_cast<std::uint32_t>(r.message_bytes);
+  rec.flags = cqe_flag::kReceive;
+  if (pkt.solicited) rec.flags |= cqe_flag::kSolicited;
+  if (pkt.has_invalidate_key) {
+    rec.flags |= cqe_flag::kInvalidated;
+    rec.invalidated_key = pkt.invalidate_key;
+  }
+  nic_.Cqes().Post(qp.receive_cq, rec);
+  qp.receive_queue.ring->ConsumerRelease(qp.receive_queue.stride_blocks);
+  ++r.receive_counter;
+  r.in_message = false;
+  SendAck(qp, psn, AckSyndrome::kAck);
+}
+
+void Responder::OnWrite(QpContext& qp, std::uint32_t packet_id) {
+  PacketPool& pool = nic_.GetPort().Pool();
+  const Packet& p = pool.Get(packet_id);
+  ResponderState& r = qp.responder;
+  const Psn psn = p.psn;
+  const auto length = static_cast<std::uint32_t>(p.payload.size());
+  if (Traits(p.opcode).first) {
+    // RETH: the whole target range is checked once, on the first packet.
+    if (p.dma_length > 0) {
+      const TranslationResult t =
+          nic_.Tpt().Check(MemoryKey{p.remote_key}, qp.pd, p.remote_address, p.dma_length, access::kRemoteWrite);
+      if (!t.Ok()) {
+        ++nic_.MutableCounters().protection_faults;
+        NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Translation, "qp {} write key {:#x}: {}", qp.qpn.value,
+                     p.remote_key, Name(t.outcome));
+        pool.Release(packet_id);
+        Fail(qp, psn, AckSyndrome::kRemoteAccessError);
+        return;
+      }
+    }
+    r.write_address = p.remote_address;
+    r.write_key = p.remote_key;
+    r.write_remaining = p.dma_length;
+    r.in_message = !Traits(p.opcode).last;
+    r.message_kind = p.opcode;
+  }
+  const bool last = Traits(p.opcode).last;
+  if (length > r.write_remaining || (last && length != r.write_remaining)) {
+    pool.Release(packet_id);
+    Fail(qp, psn, AckSyndrome::kRemoteInvalidRequest);
+    return;
+  }
+  const std::uint64_t address = r.write_address;
+  const std::uint32_t key = r.write_key;
+  const PdNumber pd = qp.pd;
+  r.write_address += length;
+  r.write_remaining -= length;
+  if (length > 0) {
+    nic_.Pcie().DmaWrite(length, [this, pd, address, key, packet_id] {
+      PacketPool& pkt_pool = nic_.GetPort().Pool();
+      const Packet& pkt = pkt_pool.Get(packet_id);
+      // Translated again at placement: a token invalidated in flight places nothing.
+      const TranslationResult t =
+          nic_.Tpt().Check(MemoryKey{key}, pd, address, pkt.payload.size(), access::kRemoteWrite);
+      if (t.Ok()) std::memcpy(t.host, pkt.payload.data(), pkt.payload.size());
+      pkt_pool.Release(packet_id);
+    });
+  } else {
+    pool.Release(packet_id);
+  }
+  r.expected_psn = psn + 1;
+  if (last) {
+    r.in_message = false;
+    SendAck(qp, psn, AckSyndrome::kAck);
+  }
+}
+
+void Responder::OnReadRequest(QpContext& qp, std::uint32_t packet_id) {
+  PacketPool& pool = nic_.GetPort().Pool();
+  const Packet& p = pool.Get(packet_id);
+  ResponderState& r = qp.responder;
+  const Psn psn = p.psn;
+  const std::uint64_t address = p.remote_address;
+  const std::uint32_t key = p.remote_key;
+  const std::uint32_t length = p.dma_length;
+  pool.Release(packet_id);
+  if (length > 0) {
+    const TranslationResult t = nic_.Tpt().Check(MemoryKey{key}, qp.pd, address, length, access::kRemoteRead);
+    if (!t.Ok()) {
+      ++nic_.MutableCounters().protection_faults;
+      NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Translation, "qp {} read key {:#x}: {}", qp.qpn.value,
+                   key, Name(t.outcome));
+      Fail(qp, psn, AckSyndrome::kRemoteAccessError);
+      return;
+    }
+  }
+  // IRD: more reads in progress than negotiated is a protocol violation by the requester.
+  if (r.reads_in_progress >= qp.inbound_read_limit) {
+    Fail(qp, psn, AckSyndrome::kRemoteInvalidRequest);
+    return;
+  }
+  ++r.reads_in_progress;
+  const std::uint32_t mtu = nic_.Profile().mtu_bytes;
+  const std::uint32_t count = length == 0 ? 1 : (length + mtu - 1) / mtu;
+  r.expected_psn = psn + count;
+  const Qpn qpn = qp.qpn;
+  nic_.Pcie().DmaRead(length, [this, qpn, address, key, length, psn] {
+    SendReadResponses(qpn, address, key, length, psn);
+  });
+}
+
+void Responder::SendReadResponses(Qpn qpn, std::uint64_t address, std::uint32_t key, std::uint32_t length, Psn first) {
+  QpContext* qp = nic_.FindQp(qpn);
+  if (qp == nullptr || qp->state != QpState::kReadyToSend) return;
+  --qp->responder.reads_in_progress;
+  const std::uint32_t mtu = nic_.Profile().mtu_bytes;
+  const std::uint32_t count = length == 0 ? 1 : (length + mtu - 1) / mtu;
+  const TranslationResult t =
+      length == 0 ? TranslationResult{} : nic_.Tpt().Check(MemoryKey{key}, qp->pd, address, length, access::kRemoteRead);
+  if (!t.Ok()) {
+    Fail(*qp, first, AckSyndrome::kRemoteAccessError);  // invalidated while the read was in flight
+    return;
+  }
+  PacketPool& pool = nic_.GetPort().Pool();
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const std::uint32_t offset = i * mtu;
+    const std::uint32_t n = std::min(mtu, length - std::min(offset, length));
+    std::uint32_t id;
+    Packet& p = pool.Acquire(&id);
+    p.source_node = nic_.Id();
+    p.destination_node = qp->remote_node;
+    p.source_qpn = qp->qpn;
+    p.destination_qpn = qp->remote_qpn;
+    p.opcode = count == 1 ? PacketOpcode::kReadResponseOnly
+               : i == 0   ? PacketOpcode::kReadResponseFirst
+               : i + 1 == count ? PacketOpcode::kReadResponseLast
+                                : PacketOpcode::kReadResponseMiddle;
+    p.psn = first + i;
+    p.syndrome = AckSyndrome::kAck;
+    p.solicited = false;
+    p.has_invalidate_key = false;
+    p.payload.resize(n);
+    if (n > 0) std::memcpy(p.payload.data(), t.host + offset, n);
+    nic_.GetPort().Transmit(id);
+  }
+}
+
+void Responder::SendAck(QpContext& qp, Psn psn, AckSyndrome syndrome) {
+  if (syndrome != AckSyndrome::kAck) ++nic_.MutableCounters().naks_sent;
+  std::uint32_t id;
+  Packet& p = nic_.GetPort().Pool().Acquire(&id);
+  p.source_node = nic_.Id();
+  p.destination_node = qp.remote_node;
+  p.source_qpn = qp.qpn;
+  p.destination_qpn = qp.remote_qpn;
+  p.opcode = PacketOpcode::kAcknowledge;
+  p.psn = psn;
+  p.syndrome = syndrome;
+  p.solicited = false;
+  p.has_invalidate_key = false;
+  nic_.GetPort().Transmit(id);
+}
+
+void Responder::Fail(QpContext& qp, Psn psn, AckSyndrome syndrome) {
+  NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Responder, "qp {} psn {} refused ({})", qp.qpn.value,
+               psn.value, static_cast<int>(syndrome));
+  SendAck(qp, psn, syndrome);
+  // The peer learns of the error from the NAK; this side flushes its own queues.
+  nic_.EnterQpError(qp, QpErrorCause::kRemote);
+}
+
+}  // namespace ndksim::hw

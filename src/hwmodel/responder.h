@@ -1,0 +1,50 @@
+// The responder: checks incoming request packets in the transport's order (QP state, PSN, opcode
+// sequence, then per operation: receive WQE, length, token, rights, range) and places their data,
+// answers reads within the inbound read limit (IRD), and acknowledges.
+#pragma once
+
+#include <cstdint>
+
+#include "hwmodel/event_queue.h"
+#include "hwmodel/nic.h"
+#include "hwmodel/packet.h"
+
+namespace ndksim::hw {
+
+struct QpContext;
+
+// Outcome of the responder's checks on one packet, in the order they are applied.
+enum class ResponderCheck : std::uint8_t {
+  kAccept,
+  kDropNoQp,           // no such QP or not ready to receive: silently dropped
+  kDuplicate,          // PSN already seen: re-acknowledged, not executed again
+  kOutOfSequence,      // PSN ahead of the expected one: NAK (sequence error)
+  kSilentDiscard,      // after a NAK, until the requester resends the expected PSN
+  kBadOpcodeSequence,  // Middle/Last without First, or First inside a message: NAK invalid
+};
+
+// Pure check of PSN and opcode sequence for `p` against the responder part of `qp`.
+ResponderCheck CheckSequence(const QpContext& qp, const Packet& p);
+
+class Responder {
+ public:
+  Responder(Nic& nic, EventQueue& events) : nic_(nic), events_(events) {}
+
+  // A request packet arrived (takes ownership of the packet).
+  void OnPacket(std::uint32_t packet_id);
+
+ private:
+  void OnSend(QpContext& qp, std::uint32_t packet_id);
+  void OnWrite(QpContext& qp, std::uint32_t packet_id);
+  void OnReadRequest(QpContext& qp, std::uint32_t packet_id);
+  bool StartReceive(QpContext& qp);
+  void SendAck(QpContext& qp, Psn psn, AckSyndrome syndrome);
+  // NAKs the packet, completes the current receive if it failed, and puts the QP in error.
+  void Fail(QpContext& qp, Psn psn, AckSyndrome syndrome);
+  void SendReadResponses(Qpn qpn, std::uint64_t address, std::uint32_t key, std::uint32_t length, Psn first);
+
+  Nic& nic_;
+  EventQueue& events_;
+};
+
+}  // namespace ndksim::hw

@@ -1,0 +1,80 @@
+// WQE fetch: burst DMA of WQEs and their parsing into descriptors.
+#include "hwmodel/wqe_fetch.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "hwmodel/completer.h"
+#include "hwmodel/contexts.h"
+#include "hwmodel/pcie_link.h"
+#include "hwmodel/requester.h"
+#include "ndksim/trace.h"
+
+namespace ndksim::hw {
+
+void WqeFetch::Kick(QpContext& qp) {
+  RequesterState& r = qp.requester;
+  if (r.fetch_in_flight) return;
+  if (qp.state != QpState::kReadyToSend && qp.state != QpState::kError) return;
+  // In the error state every WQE the host has published is flushed, deferred ones included.
+  const std::uint32_t limit =
+      qp.state == QpState::kError ? qp.send_queue.ring->PublishedProducerIndex() : r.doorbell_index;
+  const std::uint32_t stride = qp.send_queue.stride_blocks;
+  const std::uint32_t pending = (limit - r.fetched_blocks) / stride;
+  const std::uint32_t free_descriptors = kDescriptorSlots - (r.tail - r.head);
+  const std::uint32_t count = std::min({pending, free_descriptors, kMaxBurstWqes});
+  if (count == 0) return;
+  r.fetch_in_flight = true;
+  const std::uint32_t first_block = r.fetched_blocks;
+  const std::uint64_t bytes = std::uint64_t{count} * stride * kWqeBlockBytes;
+  NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), WqeFetch, "qp {} fetch {} wqe(s) from block {}",
+               qp.qpn.value, count, first_block);
+  const Qpn qpn = qp.qpn;
+  nic_.Pcie().DmaRead(bytes, [this, qpn, first_block, count] {
+    QpContext* q = nic_.FindQp(qpn);
+    if (q != nullptr) OnFetched(*q, first_block, count);
+  });
+}
+
+void WqeFetch::OnFetched(QpContext& qp, std::uint32_t first_block, std::uint32_t count) {
+  RequesterState& r = qp.requester;
+  const std::uint32_t stride = qp.send_queue.stride_blocks;
+  SpscRing<WqeBlock>& ring = *qp.send_queue.ring;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const std::byte* wqe = ring.SlotAt(first_block + i * stride).bytes.data();
+    WqeDescriptor& d = qp.Descriptor(r.tail);
+    NDKSIM_CHECK(d.state == DescriptorState::kFree);
+    d = WqeDescriptor{};
+    std::memcpy(&d.control, wqe, sizeof(WqeControl));
+    std::memcpy(&d.remote, wqe + kWqeSegmentBytes, sizeof(WqeRemote));
+    const std::byte* segments = wqe + kSendWqeHeaderSegments * kWqeSegmentBytes;
+    const std::size_t room = std::size_t{stride} * kWqeBlockBytes - kSendWqeHeaderSegments * kWqeSegmentBytes;
+    if (d.control.flags & wqe_flag::kInline) {
+      const std::uint32_t n = std::min<std::uint32_t>(d.control.inline_bytes, kMaxInlineBytes);
+      NDKSIM_CHECK(n <= room);
+      std::memcpy(d.inline_data.data(), segments, n);
+      d.total_length = n;
+    } else {
+      const std::uint32_t n = std::min<std::uint32_t>(d.control.sge_count, kMaxSge);
+      NDKSIM_CHECK(n * kWqeSegmentBytes <= room);
+      std::memcpy(d.sges.data(), segments, n * kWqeSegmentBytes);
+      d.control.sge_count = static_cast<std::uint8_t>(n);
+      std::uint64_t total = 0;
+      for (std::uint32_t s = 0; s < n; ++s) total += d.sges[s].length;
+      d.total_length = static_cast<std::uint32_t>(std::min<std::uint64_t>(total, UINT32_MAX));
+    }
+    d.state = DescriptorState::kFetched;
+    ++r.tail;
+  }
+  r.fetched_blocks = first_block + count * stride;
+  r.fetch_in_flight = false;
+  nic_.MutableCounters().wqes_fetched += count;
+  if (qp.state == QpState::kError) {
+    nic_.Comp().FlushFetched(qp);
+  } else {
+    nic_.Req().Schedule(qp);
+  }
+  Kick(qp);
+}
+
+}  // namespace ndksim::hw

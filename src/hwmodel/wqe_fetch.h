@@ -1,0 +1,30 @@
+// WQE fetch: DMA-reads send-queue WQEs from the host ring into the QP's on-NIC descriptors, as
+// many as one doorbell covers and free descriptors allow, in one burst.
+#pragma once
+
+#include <cstdint>
+
+#include "hwmodel/event_queue.h"
+#include "hwmodel/nic.h"
+
+namespace ndksim::hw {
+
+struct QpContext;
+
+class WqeFetch {
+ public:
+  static constexpr std::uint32_t kMaxBurstWqes = 16;
+
+  WqeFetch(Nic& nic, EventQueue& events) : nic_(nic), events_(events) {}
+
+  // There may be WQEs to fetch for `qp` (a doorbell arrived or descriptors were freed).
+  void Kick(QpContext& qp);
+
+ private:
+  void OnFetched(QpContext& qp, std::uint32_t first_block, std::uint32_t count);
+
+  Nic& nic_;
+  EventQueue& events_;
+};
+
+}  // namespace ndksim::hw

@@ -1,0 +1,52 @@
+// Completion queues (NDK_CQ): the CQE ring in host memory, the lock-free poll that turns CQEs
+// into NDK_RESULT(_EX), arming, and delivery of notifications to the consumer.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "hwmodel/host_interface.h"
+#include "hwmodel/nic.h"
+#include "ndkpi.h"
+#include "provider/objects.h"
+
+namespace ndksim::provider {
+
+class Cq final : public Object {
+ public:
+  // ref §3.16: depth 1..MaxCqDepth and a notification callback, else STATUS_INVALID_PARAMETER.
+  static NTSTATUS Create(Adapter& adapter, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBACK notify,
+                         void* notify_context, NDK_CQ** out);
+  Cq(Adapter& adapter, std::uint32_t entry_count, NDK_FN_CQ_NOTIFICATION_CALLBACK notify,
+     void* notify_context);
+  ~Cq() override;
+
+  static Cq& From(NDK_CQ* ndk) { return OwnerOf<Cq>(ndk); }
+  NDK_CQ* Ndk() { return &handle_.ndk; }
+  hw::CqNumber Number() const { return number_; }
+
+  // NdkGetCqResults / NdkGetCqResultsEx: up to `capacity` results, oldest first.
+  template <typename Result>
+  ULONG Poll(Result* results, ULONG capacity);
+  // NdkArmCq (ref §3.10): one-shot; an unknown type does nothing.
+  void Arm(ULONG type);
+  // Interrupt path: the NIC matched an arm (SUCCESS) or the CQ failed (ref §3.13).
+  void Notify(NTSTATUS status);
+
+ private:
+  Handle<NDK_CQ, Cq> handle_;
+  NDK_FN_CQ_NOTIFICATION_CALLBACK notify_;
+  void* notify_context_;
+  const std::uint32_t entry_count_;  // a power of two
+  std::unique_ptr<hw::Cqe[]> entries_;
+  hw::CqNumber number_;
+  bool created_ = false;
+  // Next CQE to read. Owned by the consumer's polling/arming, which it serialises (ref §4.2).
+  std::uint32_t poll_index_ = 0;
+  // The consumer index the NIC reads (acquire) for overrun detection and arming; we publish it
+  // (release) once per poll that consumed entries. Own cache line: the NIC side reads it often.
+  alignas(hw::kCacheLineBytes) std::atomic<std::uint32_t> consumer_index_{0};
+};
+
+}  // namespace ndksim::provider

@@ -1,0 +1,176 @@
+// The per-node driver: adapter open/close, the interrupt service routine and the DPC that drains
+// the event queue and dispatches its entries, identifier tables, doorbells and deferred work.
+#include "provider/driver.h"
+
+#include <algorithm>
+#include <span>
+#include <thread>
+
+#include "hwmodel/event_queue.h"  // NDKSIM_CHECK
+#include "provider/connection.h"
+#include "provider/cq.h"
+#include "provider/qp.h"
+
+namespace ndksim::provider {
+
+namespace {
+
+// ref §1.1: the consumer names a major and the lowest minor it accepts; we answer with our highest
+// minor of that major, or BAD_VERSION when we lack the major or that minor.
+bool Negotiate(NDK_VERSION requested, NDK_VERSION* granted) {
+  for (const NDK_VERSION ours : {kHighestVersion1, kHighestVersion2}) {
+    if (requested.Major == ours.Major && requested.Minor <= ours.Minor) {
+      *granted = ours;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Driver::Driver(hw::Nic& nic, hw::Host& host, Tracer& tracer)
+    : nic_(nic),
+      host_(host),
+      tracer_(tracer),
+      completion_status_(nic.Profile().remote_access_error),
+      event_queue_(kEventQueueEntries),
+      cm_(std::make_unique<ConnectionManager>(*this)) {
+  nic_.SetEventQueue(&event_queue_, /*interrupt_vector=*/0);
+  host_.SetInterruptHandler([this](std::uint32_t vector) { OnInterrupt(vector); });
+}
+
+Driver::~Driver() {
+  while (!adapters_.empty()) CloseAdapter(adapters_.back()->Ndk());
+  host_.SetInterruptHandler(nullptr);
+  nic_.SetEventQueue(nullptr, 0);
+}
+
+NTSTATUS Driver::OpenAdapter(NDK_VERSION version, NDK_ADAPTER** adapter) {
+  if (adapter == nullptr) return STATUS_INVALID_PARAMETER;
+  NDK_VERSION granted{};
+  if (!Negotiate(version, &granted)) {
+    Trace("open adapter {}.{}: bad version", version.Major, version.Minor);
+    return NDIS_STATUS_BAD_VERSION;
+  }
+  adapters_.push_back(std::make_unique<Adapter>(*this, granted));
+  *adapter = adapters_.back()->Ndk();
+  Trace("open adapter {}.{} -> {}.{}", version.Major, version.Minor, granted.Major, granted.Minor);
+  return STATUS_SUCCESS;
+}
+
+void Driver::CloseAdapter(NDK_ADAPTER* adapter) {
+  const auto it = std::find_if(adapters_.begin(), adapters_.end(),
+                               [adapter](const auto& a) { return a->Ndk() == adapter; });
+  NDKSIM_CHECK(it != adapters_.end());
+  (*it)->CloseAll();
+  adapters_.erase(it);
+  Trace("close adapter");
+}
+
+void Driver::RegisterQp(hw::Qpn qpn, Qp* qp) {
+  // release: pairs with the acquire load in FindQp; publishes the constructed Qp.
+  qps_.Slot(qpn.value).store(qp, std::memory_order_release);
+}
+
+void Driver::RegisterCq(hw::CqNumber cq, Cq* object) {
+  // release: pairs with the acquire load in FindCq.
+  cqs_.Slot(cq.value).store(object, std::memory_order_release);
+}
+
+void Driver::RingDoorbell(const hw::Doorbell& doorbell) {
+  // The FIFO is sized so that this loop is a rarity. In stepped mode nobody drains it while we
+  // spin, so a full FIFO there is a model bug: stop loudly rather than hang.
+  constexpr std::uint32_t kMaxAttempts = 1u << 24;
+  for (std::uint32_t attempt = 0; !nic_.WriteDoorbell(doorbell); ++attempt) {
+    NDKSIM_CHECK(attempt < kMaxAttempts && "doorbell FIFO stayed full");
+    std::this_thread::yield();
+  }
+}
+
+// ---- interrupts and the event queue -----------------------------------------------------------
+
+void Driver::OnInterrupt(std::uint32_t /*vector*/) {
+  // Like a real ISR, only schedule the DPC: the drain runs after whatever raised the interrupt
+  // has returned, so consumer callbacks never run inside a provider or NIC call.
+  if (drain_queued_) return;
+  drain_queued_ = true;
+  QueueDpc([this] {
+    drain_queued_ = false;
+    DrainEventQueue();
+  });
+}
+
+void Driver::DrainEventQueue() {
+  while (const hw::EventEntry* slot = event_queue_.ConsumerPeek()) {
+    // Copy and release first: the handlers run consumer callbacks that may make the NIC post
+    // more events into this ring.
+    const hw::EventEntry entry = *slot;
+    event_queue_.ConsumerRelease();
+    DispatchEvent(entry);
+  }
+}
+
+void Driver::DispatchEvent(const hw::EventEntry& entry) {
+  switch (entry.type) {
+    case hw::EventType::kCqNotify:
+      if (Cq* cq = FindCq(entry.object)) cq->Notify(STATUS_SUCCESS);
+      return;
+    case hw::EventType::kCqError:
+      if (Cq* cq = FindCq(entry.object)) cq->Notify(CqErrorToNtStatus(entry.status));
+      return;
+    case hw::EventType::kQpFatal:
+      // The failing CQEs tell the consumer; the peer learns through its own abort event.
+      Trace("qp {:#x} entered the error state", entry.object);
+      return;
+    case hw::EventType::kConnectionAbort: {
+      Qp* qp = FindQp(entry.object);
+      Connector* connector = qp == nullptr ? nullptr : qp->BoundConnector();
+      Trace("qp {:#x} connection aborted", entry.object);
+      if (connector != nullptr) connector->OnConnectionAbort();
+      return;
+    }
+    case hw::EventType::kManagement: {
+      const std::size_t n = std::min<std::size_t>(entry.payload_bytes, entry.payload.size());
+      cm_->OnDatagram(std::span<const std::byte>(entry.payload.data(), n));
+      return;
+    }
+  }
+  Trace("unknown event type {}", static_cast<unsigned>(entry.type));
+}
+
+// ---- deferred work -------------------------------------------------------------------------------
+
+WorkId Driver::AddWork(std::function<void()> fn) {
+  const WorkId id = next_work_++;
+  work_.emplace(id, std::move(fn));
+  return id;
+}
+
+WorkId Driver::QueueDpc(std::function<void()> fn) {
+  const WorkId id = AddWork(std::move(fn));
+  host_.QueueDpc([alive = std::weak_ptr<bool>(alive_), this, id] {
+    if (!alive.expired()) RunWork(id);
+  });
+  return id;
+}
+
+WorkId Driver::StartTimer(Duration delay, std::function<void()> fn) {
+  const WorkId id = AddWork(std::move(fn));
+  host_.ScheduleTimer(delay, [alive = std::weak_ptr<bool>(alive_), this, id] {
+    if (!alive.expired()) RunWork(id);
+  });
+  return id;
+}
+
+void Driver::Cancel(WorkId id) { work_.erase(id); }
+
+void Driver::RunWork(WorkId id) {
+  const auto it = work_.find(id);
+  if (it == work_.end()) return;  // cancelled
+  std::function<void()> fn = std::move(it->second);
+  work_.erase(it);
+  fn();
+}
+
+}  // namespace ndksim::provider

@@ -1,0 +1,118 @@
+// The driver of one simulated node's RNIC: opens and closes NDK adapters, owns the event queue and
+// the interrupt/DPC path that drains it, the tables that map NIC identifiers (QPN, CQ number,
+// memory token) back to provider objects, and the deferred-work service (DPCs and timers).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "hwmodel/host.h"
+#include "hwmodel/host_interface.h"
+#include "hwmodel/nic.h"
+#include "hwmodel/ring.h"
+#include "ndkpi.h"
+#include "ndksim/trace.h"
+#include "provider/index_table.h"
+#include "provider/memory.h"
+#include "provider/objects.h"
+#include "provider/status.h"
+
+namespace ndksim::provider {
+
+class ConnectionManager;
+class Cq;
+class Qp;
+
+// NDK versions this provider implements (ref §1.1): the highest minor of each major.
+inline constexpr NDK_VERSION kHighestVersion1 = {1, 2};
+inline constexpr NDK_VERSION kHighestVersion2 = {2, 1};
+
+class Driver {
+ public:
+  Driver(hw::Nic& nic, hw::Host& host, Tracer& tracer);
+  ~Driver();
+  Driver(const Driver&) = delete;
+  Driver& operator=(const Driver&) = delete;
+
+  // OPEN_NDK_ADAPTER_HANDLER (ref §1.1, §1.9): major 1 or 2, minor at most what we implement for
+  // that major, else NDIS_STATUS_BAD_VERSION. Objects report our highest minor of that major.
+  NTSTATUS OpenAdapter(NDK_VERSION version, NDK_ADAPTER** adapter);
+  // CLOSE_NDK_ADAPTER_HANDLER: blocking; every object of the adapter is gone when it returns.
+  void CloseAdapter(NDK_ADAPTER* adapter);
+
+  // ---- services for the NDK objects ----
+  hw::Nic& Nic() const { return nic_; }
+  hw::Host& Host() const { return host_; }
+  const HardwareProfile& Profile() const { return nic_.Profile(); }
+  TimePoint Now() const { return host_.Now(); }
+
+  template <typename... Args>
+  void Trace(fmt::format_string<Args...> format, Args&&... args) {
+    NDKSIM_TRACE(tracer_, host_.Now(), nic_.Id(), Provider, format, std::forward<Args>(args)...);
+  }
+
+  // Identifier -> object tables. Registered on the control path, looked up from the poll path
+  // (any thread) and the interrupt path.
+  void RegisterQp(hw::Qpn qpn, Qp* qp);
+  void RegisterCq(hw::CqNumber cq, Cq* object);
+  Qp* FindQp(std::uint32_t qpn) const {
+    const auto* slot = qps_.Find(qpn);
+    // acquire: pairs with the release store in RegisterQp; the Qp is fully constructed.
+    return slot == nullptr ? nullptr : slot->load(std::memory_order_acquire);
+  }
+  Cq* FindCq(std::uint32_t cq) const {
+    const auto* slot = cqs_.Find(cq);
+    // acquire: pairs with the release store in RegisterCq.
+    return slot == nullptr ? nullptr : slot->load(std::memory_order_acquire);
+  }
+
+  MemoryTable& Memory() { return memory_; }
+  const CompletionStatusTable& CompletionStatus() const { return completion_status_; }
+  ConnectionManager& Cm() { return *cm_; }
+
+  // One MMIO doorbell write. The FIFO pushes back only when full; the engine drains it, so we
+  // retry (DESIGN.md "Doorbells from many threads reach the engine through one MPSC queue").
+  void RingDoorbell(const hw::Doorbell& doorbell);
+
+  // Deferred work: a DPC (now, after the current call returns) or a kernel timer. Whoever starts
+  // work cancels it when it stops caring (e.g. the object dies), so late events find nothing.
+  WorkId QueueDpc(std::function<void()> fn);
+  WorkId StartTimer(Duration delay, std::function<void()> fn);
+  void Cancel(WorkId id);
+
+ private:
+  void OnInterrupt(std::uint32_t vector);
+  void DrainEventQueue();
+  void DispatchEvent(const hw::EventEntry& entry);
+  WorkId AddWork(std::function<void()> fn);
+  void RunWork(WorkId id);
+
+  // The event queue holds this many entries; the NIC sees a full ring as back-pressure.
+  static constexpr std::uint32_t kEventQueueEntries = 1024;
+
+  hw::Nic& nic_;
+  hw::Host& host_;
+  Tracer& tracer_;
+  CompletionStatusTable completion_status_;
+  hw::SpscRing<hw::EventEntry> event_queue_;
+  bool drain_queued_ = false;
+
+  IndexTable<std::atomic<Qp*>> qps_;
+  IndexTable<std::atomic<Cq*>> cqs_;
+  MemoryTable memory_;
+  std::unique_ptr<ConnectionManager> cm_;
+  std::vector<std::unique_ptr<Adapter>> adapters_;
+
+  std::unordered_map<WorkId, std::function<void()>> work_;
+  WorkId next_work_ = 1;
+  // Events queued on the host capture a weak reference to this, so an event that outlives the
+  // driver (the fabric tearing down mid-run) does nothing.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace ndksim::provider

@@ -1,0 +1,128 @@
+// Queue pairs (NDK_QP): the send and receive rings in host memory and the posting path that
+// builds WQEs in them (validate -> build in the slot -> record context -> publish -> doorbell).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "hwmodel/host_interface.h"
+#include "hwmodel/nic.h"
+#include "hwmodel/ring.h"
+#include "ndkpi.h"
+#include "provider/objects.h"
+
+namespace ndksim::provider {
+
+class Connector;
+class Cq;
+class Pd;
+
+// One initiator work request, unpacked from the NDK arguments of Send/SendAndInvalidate/Read/Write.
+struct InitiatorRequest {
+  hw::WqeOpcode opcode = hw::WqeOpcode::kSend;
+  void* context = nullptr;
+  const NDK_SGE* sgl = nullptr;
+  ULONG sge_count = 0;
+  ULONG flags = 0;
+  std::uint64_t remote_address = 0;
+  std::uint32_t remote_token = 0;
+  std::uint32_t invalidate_token = 0;  // SendAndInvalidate
+};
+
+// One work queue as its poster and the CQ poller see it. ref §4.1: one poster per queue at a
+// time, so the producer fields need no lock; the initiator and receive queues of one QP may be
+// posted concurrently, so each queue keeps its own lines.
+struct WorkQueueState {
+  // Poster's line.
+  alignas(hw::kCacheLineBytes) std::unique_ptr<hw::SpscRing<hw::WqeBlock>> ring;
+  std::unique_ptr<void*[]> contexts;  // RequestContext by WQE slot (counter & slot_mask)
+  std::uint32_t stride = 1;           // blocks per WQE, a power of two
+  std::uint32_t depth = 0;            // WQEs the consumer asked for
+  std::uint32_t slot_mask = 0;        // RoundUpPow2(depth) - 1
+  std::uint32_t max_sge = 0;
+  std::uint32_t posted = 0;           // WQEs posted so far (free-running)
+  // Poller's line: one past the newest WQE a CQE retired (completions of one queue arrive in
+  // order; an unsignaled WQE is retired by the next CQE of its queue). The poster reads it
+  // (acquire) to tell a full queue.
+  alignas(hw::kCacheLineBytes) std::atomic<std::uint32_t> retired{0};
+};
+
+class Qp final : public Object {
+ public:
+  struct Limits {
+    ULONG receive_depth = 0;
+    ULONG initiator_depth = 0;
+    ULONG receive_sge = 0;
+    ULONG initiator_sge = 0;
+    ULONG inline_bytes = 0;
+  };
+  // ref §3.16: each limit above the adapter's, a zero depth or a NULL CQ is
+  // STATUS_INVALID_PARAMETER.
+  static NTSTATUS Create(Pd& pd, NDK_CQ* receive_cq, NDK_CQ* initiator_cq, void* qp_context,
+                         const Limits& limits, NDK_QP** out);
+  Qp(Pd& pd, Cq& receive_cq, Cq& initiator_cq, void* qp_context, const Limits& limits);
+  ~Qp() override;
+
+  static Qp& From(NDK_QP* ndk) { return OwnerOf<Qp>(ndk); }
+  NDK_QP* Ndk() { return &handle_.ndk; }
+  hw::Qpn Number() const { return qpn_; }
+  Pd& GetPd() const { return pd_; }
+  void* Context() const { return qp_context_; }
+
+  // ---- posting (qp.cc), hot path ----
+  NTSTATUS PostInitiator(const InitiatorRequest& request);
+  NTSTATUS PostReceive(void* context, const NDK_SGE* sgl, ULONG sge_count);
+  // ref §4.3: a failing posting call hands deferred WQEs to the hardware before returning.
+  // Any thread (a failing receive may race the initiator queue's poster).
+  void KickDeferred();
+  void Flush();
+
+  // ---- completion side (cq.cc), poller thread ----
+  // The RequestContext of the WQE a CQE names, retiring its queue up to that WQE.
+  void* RetireSend(std::uint32_t wqe_counter) { return Retire(send_, wqe_counter); }
+  void* RetireReceive(std::uint32_t wqe_counter) { return Retire(receive_, wqe_counter); }
+
+  // ---- connection side (connection.cc), control path ----
+  Connector* BoundConnector() const { return connector_; }
+  void Bind(Connector* connector) { connector_ = connector; }
+  // From now on initiator posts are accepted (ref §3.1: STATUS_CONNECTION_INVALID before).
+  void MarkConnected() {
+    // release: pairs with the acquire load in PostInitiator; the connection exists in the NIC.
+    connected_.store(true, std::memory_order_release);
+  }
+  bool Connected() const { return connected_.load(std::memory_order_acquire); }
+
+ private:
+  static void* Retire(WorkQueueState& q, std::uint32_t wqe_counter) {
+    void* context = q.contexts[wqe_counter & q.slot_mask];
+    // release: pairs with the acquire load in the poster's queue-full check; our read of the
+    // context slot happens before the poster may reuse it.
+    q.retired.store(wqe_counter + 1, std::memory_order_release);
+    return context;
+  }
+
+  NTSTATUS ValidateInitiator(const InitiatorRequest& r, std::uint64_t* total_bytes) const;
+  void BuildSendWqe(const InitiatorRequest& r, std::uint64_t total_bytes);
+  void RingSendDoorbell();
+
+  Handle<NDK_QP, Qp> handle_;
+  Pd& pd_;
+  Cq& receive_cq_;
+  Cq& initiator_cq_;
+  void* qp_context_;
+  hw::Qpn qpn_;
+  bool created_ = false;
+  Connector* connector_ = nullptr;
+  std::uint32_t inline_bytes_ = 0;
+  std::uint32_t read_sge_ = 0;         // min(initiator SGEs, adapter MaxReadRequestSge)
+  std::uint32_t max_transfer_ = 0;     // adapter MaxTransferLength
+  std::atomic<bool> connected_{false};
+  // Deferred WQEs published but not yet rung (ref §4.3). Set by the initiator poster (release,
+  // after publishing); taken by whoever rings (exchange, acq_rel).
+  std::atomic<bool> deferred_pending_{false};
+  WorkQueueState send_;
+  WorkQueueState receive_;
+};
+
+}  // namespace ndksim::provider

@@ -1,0 +1,469 @@
+// Unit tests of the hardware-model blocks, driven by a hand-written test driver (no provider).
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "hw_test_driver.h"
+#include "hwmodel/pcie_link.h"
+#include "hwmodel/responder.h"
+#include "hwmodel/translation.h"
+
+namespace ndksim::hw {
+namespace {
+
+using testing::RawCq;
+using testing::Sge;
+using testing::TwoNodeRig;
+
+// ---- clock and event queue ----
+
+TEST(EventQueue, RunsEventsInTimeOrder) {
+  EventQueue q;
+  std::vector<int> order;
+  q.Schedule(TimePoint{Nanoseconds(20)}, EventPriority::kDevice, [&] { order.push_back(2); });
+  q.Schedule(TimePoint{Nanoseconds(10)}, EventPriority::kDevice, [&] { order.push_back(1); });
+  while (!q.Empty()) q.RunOne();
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+  EXPECT_EQ(q.Now(), TimePoint{Nanoseconds(20)});
+}
+
+TEST(EventQueue, BreaksTimeTiesByPriorityThenInsertionOrder) {
+  EventQueue q;
+  std::vector<int> order;
+  const TimePoint t{Nanoseconds(5)};
+  q.Schedule(t, EventPriority::kTimer, [&] { order.push_back(3); });
+  q.Schedule(t, EventPriority::kDevice, [&] { order.push_back(1); });
+  q.Schedule(t, EventPriority::kDevice, [&] { order.push_back(2); });
+  q.Schedule(t, EventPriority::kHost, [&] { order.push_back(0); });
+  while (!q.Empty()) q.RunOne();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3}));
+}
+
+TEST(EventQueue, EventsScheduledWhileRunningKeepOrder) {
+  EventQueue q;
+  std::vector<int> order;
+  q.Schedule(TimePoint{Nanoseconds(1)}, EventPriority::kDevice, [&] {
+    order.push_back(1);
+    q.ScheduleAfter(Duration::zero(), EventPriority::kDevice, [&] { order.push_back(3); });
+  });
+  q.Schedule(TimePoint{Nanoseconds(1)}, EventPriority::kDevice, [&] { order.push_back(2); });
+  while (!q.Empty()) q.RunOne();
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+}
+
+TEST(EventQueue, SchedulingInThePastIsAnInvariantViolation) {
+  EXPECT_DEATH(
+      {
+        EventQueue q;
+        q.AdvanceTo(TimePoint{Nanoseconds(10)});
+        q.Schedule(TimePoint{Nanoseconds(5)}, EventPriority::kDevice, [] {});
+      },
+      "invariant violated");
+}
+
+// ---- time and numbers ----
+
+TEST(Time, BitRateSerializationRoundsUpToPicoseconds) {
+  EXPECT_EQ(GigabitsPerSecond(100).TimeFor(4096), Picoseconds(327'680));
+  EXPECT_EQ(GigabitsPerSecond(3).TimeFor(1), Picoseconds(2667));
+  EXPECT_EQ(BitRate{0}.TimeFor(1'000'000), Duration::zero());
+}
+
+TEST(Time, ClockDomainConvertsCycles) {
+  EXPECT_EQ(ClockDomain(500).ToDuration(Cycles{3}), Nanoseconds(6));
+}
+
+TEST(Psn, ComparesAcrossTheWrap) {
+  const Psn last{Psn::kMask};
+  const Psn first = last + 1;
+  EXPECT_EQ(first.value, 0u);
+  EXPECT_TRUE(last.Before(first));
+  EXPECT_EQ(Psn::Diff(first, last), 1);
+  EXPECT_EQ(Psn::Diff(last, first), -1);
+}
+
+// ---- translation and protection: one outcome per check ----
+
+struct TranslationCase {
+  const char* name;
+  int key_delta;      // added to the key byte
+  std::uint32_t pd;   // PD used by the access
+  std::int64_t offset;
+  std::uint64_t length;
+  std::uint32_t required;
+  TranslationOutcome expected;
+};
+
+class TranslationCheck : public ::testing::TestWithParam<TranslationCase> {};
+
+TEST_P(TranslationCheck, AppliesChecksInOrder) {
+  TwoNodeRig rig;
+  std::vector<std::byte> buf(4096);
+  const MemoryKey key = rig.Register(*rig.a, rig.pd_a, buf.data(), buf.size(), access::kRemoteRead);
+  const TranslationCase& c = GetParam();
+  const MemoryKey used = MemoryKey::Make(key.Index(), static_cast<std::uint8_t>(key.KeyByte() + c.key_delta));
+  const auto base = reinterpret_cast<std::uint64_t>(buf.data());
+  const TranslationResult r = rig.a->Tpt().Check(used, PdNumber{c.pd}, base + static_cast<std::uint64_t>(c.offset),
+                                                 c.length, c.required);
+  EXPECT_EQ(r.outcome, c.expected) << c.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Outcomes, TranslationCheck,
+    ::testing::Values(TranslationCase{"ok", 0, 1, 0, 4096, access::kRemoteRead, TranslationOutcome::kOk},
+                      TranslationCase{"stale key", 1, 1, 0, 8, 0, TranslationOutcome::kKeyMismatch},
+                      TranslationCase{"other pd", 0, 2, 0, 8, 0, TranslationOutcome::kPdMismatch},
+                      TranslationCase{"no right", 0, 1, 0, 8, access::kRemoteWrite, TranslationOutcome::kAccessDenied},
+                      TranslationCase{"before base", 0, 1, -1, 1, 0, TranslationOutcome::kOutOfBounds},
+                      TranslationCase{"past end", 0, 1, 4090, 7, 0, TranslationOutcome::kOutOfBounds},
+                      TranslationCase{"length overflows", 0, 1, 8, ~std::uint64_t{0}, 0, TranslationOutcome::kOutOfBounds}),
+    [](const auto& info) {
+      std::string n = info.param.name;
+      for (char& ch : n) if (ch == ' ') ch = '_';
+      return n;
+    });
+
+TEST(Translation, UnknownIndexIsRefused) {
+  TwoNodeRig rig;
+  EXPECT_EQ(rig.a->Tpt().Check(MemoryKey::Make(999, 0), rig.pd_a, 0, 1, 0).outcome, TranslationOutcome::kBadIndex);
+}
+
+TEST(Translation, DeregisteredTokenStopsMatching) {
+  TwoNodeRig rig;
+  std::vector<std::byte> buf(64);
+  const MemoryKey key = rig.Register(*rig.a, rig.pd_a, buf.data(), buf.size(), 0);
+  ASSERT_EQ(rig.a->DeregisterMemory(key), CommandStatus::kOk);
+  EXPECT_FALSE(rig.a->Tpt().Check(key, rig.pd_a, reinterpret_cast<std::uint64_t>(buf.data()), 1, 0).Ok());
+}
+
+TEST(Translation, ReRegistrationChangesTheKeyByte) {
+  TwoNodeRig rig;
+  std::vector<std::byte> buf(64);
+  const MemoryKey first = rig.Register(*rig.a, rig.pd_a, buf.data(), buf.size(), 0);
+  ASSERT_EQ(rig.a->DeregisterMemory(first), CommandStatus::kOk);
+  const MemoryKey second = rig.Register(*rig.a, rig.pd_a, buf.data(), buf.size(), 0);
+  EXPECT_EQ(first.Index(), second.Index());
+  EXPECT_NE(first.KeyByte(), second.KeyByte());
+}
+
+// ---- responder sequence checks (pure function) ----
+
+TEST(ResponderSequence, AcceptsExpectedFirstPacket) {
+  QpContext qp;
+  qp.responder.expected_psn = Psn{7};
+  Packet p;
+  p.opcode = PacketOpcode::kSendFirst;
+  p.psn = Psn{7};
+  EXPECT_EQ(CheckSequence(qp, p), ResponderCheck::kAccept);
+}
+
+TEST(ResponderSequence, OlderPsnIsDuplicate) {
+  QpContext qp;
+  qp.responder.expected_psn = Psn{0};
+  Packet p;
+  p.opcode = PacketOpcode::kSendOnly;
+  p.psn = Psn{Psn::kMask};
+  EXPECT_EQ(CheckSequence(qp, p), ResponderCheck::kDuplicate);
+}
+
+TEST(ResponderSequence, NewerPsnIsOutOfSequence) {
+  QpContext qp;
+  qp.responder.expected_psn = Psn{3};
+  Packet p;
+  p.opcode = PacketOpcode::kWriteOnly;
+  p.psn = Psn{5};
+  EXPECT_EQ(CheckSequence(qp, p), ResponderCheck::kOutOfSequence);
+}
+
+TEST(ResponderSequence, MiddleWithoutFirstIsRefused) {
+  QpContext qp;
+  Packet p;
+  p.opcode = PacketOpcode::kSendMiddle;
+  EXPECT_EQ(CheckSequence(qp, p), ResponderCheck::kBadOpcodeSequence);
+}
+
+TEST(ResponderSequence, WritePacketInsideSendIsRefused) {
+  QpContext qp;
+  qp.responder.in_message = true;
+  qp.responder.message_kind = PacketOpcode::kSendFirst;
+  Packet p;
+  p.opcode = PacketOpcode::kWriteMiddle;
+  EXPECT_EQ(CheckSequence(qp, p), ResponderCheck::kBadOpcodeSequence);
+}
+
+// ---- completion engine ----
+
+TEST(CompletionEngine, ArmMergeFollowsTheTable) {
+  EXPECT_EQ(MergeArm(CqArmKind::kErrors, CqArmKind::kSolicited), CqArmKind::kSolicited);
+  EXPECT_EQ(MergeArm(CqArmKind::kSolicited, CqArmKind::kErrors), CqArmKind::kSolicited);
+  EXPECT_EQ(MergeArm(CqArmKind::kSolicited, CqArmKind::kAny), CqArmKind::kAny);
+  EXPECT_EQ(MergeArm(CqArmKind::kAny, CqArmKind::kErrors), CqArmKind::kAny);
+  EXPECT_EQ(MergeArm(CqArmKind::kErrors, CqArmKind::kErrors), CqArmKind::kErrors);
+}
+
+// ---- data path through the blocks ----
+
+TEST(DataPath, WriteMovesBytesAndCompletes) {
+  TwoNodeRig rig;
+  std::vector<std::uint8_t> src(10000), dst(10000, 0);
+  std::iota(src.begin(), src.end(), 0);
+  const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, src.data(), src.size(), 0);
+  const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, dst.data(), dst.size(), access::kRemoteWrite | access::kLocalWrite);
+  rig.qp_a->Post(WqeOpcode::kWrite, {Sge(src.data(), 10000, lkey)}, reinterpret_cast<std::uint64_t>(dst.data()), rkey.value);
+  rig.Run();
+  EXPECT_EQ(src, dst);
+  Cqe cqe;
+  ASSERT_TRUE(rig.cq_a->Poll(&cqe));
+  EXPECT_EQ(cqe.syndrome, CompletionSyndrome::kSuccess);
+  EXPECT_EQ(cqe.opcode, WqeOpcode::kWrite);
+  EXPECT_EQ(cqe.qpn, rig.qp_a->qpn.value);
+  EXPECT_FALSE(rig.cq_a->Poll(&cqe));
+  EXPECT_FALSE(rig.cq_b->Poll(&cqe));  // a write consumes no receive
+  EXPECT_EQ(rig.a->Counters().packets_sent, 3u);  // 10000 B in 4096-B packets
+}
+
+TEST(DataPath, SendScattersIntoReceiveSges) {
+  TwoNodeRig rig;
+  std::vector<std::uint8_t> src(5000), r1(1000, 0), r2(8000, 0);
+  std::iota(src.begin(), src.end(), 1);
+  const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, src.data(), src.size(), 0);
+  const MemoryKey k1 = rig.Register(*rig.b, rig.pd_b, r1.data(), r1.size(), access::kLocalWrite);
+  const MemoryKey k2 = rig.Register(*rig.b, rig.pd_b, r2.data(), r2.size(), access::kLocalWrite);
+  rig.qp_b->PostReceive({Sge(r1.data(), 1000, k1), Sge(r2.data(), 8000, k2)});
+  rig.qp_a->Post(WqeOpcode::kSend, {Sge(src.data(), 2000, lkey), Sge(src.data() + 2000, 3000, lkey)});
+  rig.Run();
+  EXPECT_TRUE(std::equal(src.begin(), src.begin() + 1000, r1.begin()));
+  EXPECT_TRUE(std::equal(src.begin() + 1000, src.end(), r2.begin()));
+  Cqe cqe;
+  ASSERT_TRUE(rig.cq_b->Poll(&cqe));
+  EXPECT_EQ(cqe.syndrome, CompletionSyndrome::kSuccess);
+  EXPECT_EQ(cqe.byte_count, 5000u);
+  EXPECT_TRUE(cqe.flags & cqe_flag::kReceive);
+  ASSERT_TRUE(rig.cq_a->Poll(&cqe));
+  EXPECT_EQ(cqe.opcode, WqeOpcode::kSend);
+}
+
+TEST(DataPath, ReadPullsRemoteBytes) {
+  TwoNodeRig rig;
+  std::vector<std::uint8_t> remote(9000), local(9000, 0);
+  std::iota(remote.begin(), remote.end(), 7);
+  const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, local.data(), local.size(), access::kLocalWrite);
+  const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, remote.data(), remote.size(), access::kRemoteRead);
+  rig.qp_a->Post(WqeOpcode::kRead, {Sge(local.data(), 9000, lkey)}, reinterpret_cast<std::uint64_t>(remote.data()),
+                 rkey.value);
+  rig.Run();
+  EXPECT_EQ(local, remote);
+  Cqe cqe;
+  ASSERT_TRUE(rig.cq_a->Poll(&cqe));
+  EXPECT_EQ(cqe.syndrome, CompletionSyndrome::kSuccess);
+  EXPECT_EQ(cqe.opcode, WqeOpcode::kRead);
+}
+
+TEST(DataPath, InlineWritePayloadComesWithTheWqe) {
+  TwoNodeRig rig;
+  std::uint64_t dst = 0;
+  const std::uint64_t value = 0x1122334455667788;
+  const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, &dst, sizeof dst, access::kRemoteWrite | access::kLocalWrite);
+  rig.qp_a->PostInline(WqeOpcode::kWrite, &value, sizeof value, reinterpret_cast<std::uint64_t>(&dst), rkey.value);
+  rig.Run();
+  EXPECT_EQ(dst, value);
+  // Only the WQE fetch was read over PCIe; no payload DMA.
+  EXPECT_EQ(rig.a->Counters().dma_reads, 1u);
+}
+
+TEST(DataPath, OneDoorbellCoversADeferredBatch) {
+  TwoNodeRig rig;
+  std::vector<std::uint8_t> src(64), dst(64);
+  const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, src.data(), src.size(), 0);
+  const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, dst.data(), dst.size(), access::kRemoteWrite | access::kLocalWrite);
+  for (int i = 0; i < 8; ++i) {
+    rig.qp_a->Post(WqeOpcode::kWrite, {Sge(src.data(), 8, lkey)}, reinterpret_cast<std::uint64_t>(dst.data()),
+                   rkey.value, wqe_flag::kSignaled, /*defer=*/i != 7);
+  }
+  rig.Run();
+  EXPECT_EQ(rig.a->Counters().doorbells, 1u);
+  EXPECT_EQ(rig.a->Counters().wqes_fetched, 8u);
+  int completions = 0;
+  Cqe cqe;
+  while (rig.cq_a->Poll(&cqe)) {
+    EXPECT_EQ(cqe.wqe_counter, static_cast<std::uint32_t>(completions));
+    ++completions;
+  }
+  EXPECT_EQ(completions, 8);
+}
+
+TEST(DataPath, UnsignaledSuccessWritesNoCqe) {
+  TwoNodeRig rig;
+  std::vector<std::uint8_t> src(8), dst(8);
+  const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, src.data(), src.size(), 0);
+  const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, dst.data(), dst.size(), access::kRemoteWrite | access::kLocalWrite);
+  rig.qp_a->Post(WqeOpcode::kWrite, {Sge(src.data(), 8, lkey)}, reinterpret_cast<std::uint64_t>(dst.data()), rkey.value,
+                 /*flags=*/0);
+  rig.Run();
+  Cqe cqe;
+  EXPECT_FALSE(rig.cq_a->Poll(&cqe));
+  EXPECT_EQ(rig.a->Counters().cqes_written, 0u);
+}
+
+TEST(DataPath, RemoteAccessErrorFailsRequestAndFlushesBothSides) {
+  TwoNodeRig rig;
+  std::vector<std::uint8_t> src(64), dst(64), rbuf(64);
+  const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, src.data(), src.size(), 0);
+  // Registered for remote read only: a write must be refused.
+  const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, dst.data(), dst.size(), access::kRemoteRead);
+  const MemoryKey bkey = rig.Register(*rig.b, rig.pd_b, rbuf.data(), rbuf.size(), access::kLocalWrite);
+  rig.qp_b->PostReceive({Sge(rbuf.data(), 64, bkey)});
+  rig.qp_a->Post(WqeOpcode::kWrite, {Sge(src.data(), 8, lkey)}, reinterpret_cast<std::uint64_t>(dst.data()), rkey.value);
+  rig.qp_a->Post(WqeOpcode::kWrite, {Sge(src.data(), 8, lkey)}, reinterpret_cast<std::uint64_t>(dst.data()), rkey.value);
+  rig.Run();
+  Cqe cqe;
+  ASSERT_TRUE(rig.cq_a->Poll(&cqe));
+  EXPECT_EQ(cqe.syndrome, CompletionSyndrome::kRemoteAccessError);
+  ASSERT_TRUE(rig.cq_a->Poll(&cqe));
+  EXPECT_EQ(cqe.syndrome, CompletionSyndrome::kFlushed);
+  ASSERT_TRUE(rig.cq_b->Poll(&cqe));  // the peer's posted receive
+  EXPECT_EQ(cqe.syndrome, CompletionSyndrome::kFlushed);
+  EXPECT_EQ(rig.a->QueryQpState(rig.qp_a->qpn), QpState::kError);
+  EXPECT_EQ(rig.b->QueryQpState(rig.qp_b->qpn), QpState::kError);
+  EXPECT_EQ(rig.b->Counters().protection_faults, 1u);
+}
+
+TEST(DataPath, LocalProtectionErrorTerminatesThePeer) {
+  TwoNodeRig rig;
+  std::vector<std::uint8_t> src(64), rbuf(64);
+  const MemoryKey bkey = rig.Register(*rig.b, rig.pd_b, rbuf.data(), rbuf.size(), access::kLocalWrite);
+  rig.qp_b->PostReceive({Sge(rbuf.data(), 64, bkey)});
+  rig.qp_a->Post(WqeOpcode::kSend, {Sge(src.data(), 8, MemoryKey{0x12345})});
+  rig.Run();
+  Cqe cqe;
+  ASSERT_TRUE(rig.cq_a->Poll(&cqe));
+  EXPECT_EQ(cqe.syndrome, CompletionSyndrome::kLocalProtectionError);
+  ASSERT_TRUE(rig.cq_b->Poll(&cqe));
+  EXPECT_EQ(cqe.syndrome, CompletionSyndrome::kFlushed);
+  EXPECT_GE(rig.interrupts_b, 1);  // connection-abort event
+}
+
+TEST(DataPath, ReceiverNotReadyIsRetriedUntilAReceiveArrives) {
+  TwoNodeRig rig(profiles::kConnectX100GbeRoce);
+  std::vector<std::uint8_t> src(32, 9), rbuf(32, 0);
+  const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, src.data(), src.size(), 0);
+  const MemoryKey bkey = rig.Register(*rig.b, rig.pd_b, rbuf.data(), rbuf.size(), access::kLocalWrite);
+  rig.qp_a->Post(WqeOpcode::kSend, {Sge(src.data(), 32, lkey)});
+  // Run 15 us: the send meets no receive and is NAKed at least once.
+  rig.a->DrainDoorbells();
+  while (!rig.events.Empty() && rig.events.NextTime() < TimePoint{Microseconds(15)}) rig.events.RunOne();
+  EXPECT_GE(rig.b->Counters().rnr_naks_sent, 1u);
+  rig.qp_b->PostReceive({Sge(rbuf.data(), 32, bkey)});
+  rig.Run();
+  EXPECT_EQ(rbuf, src);
+  Cqe cqe;
+  ASSERT_TRUE(rig.cq_a->Poll(&cqe));
+  EXPECT_EQ(cqe.syndrome, CompletionSyndrome::kSuccess);
+}
+
+TEST(DataPath, ReceiverNotReadyForeverExhaustsRnrRetries) {
+  TwoNodeRig rig;
+  std::vector<std::uint8_t> src(32);
+  const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, src.data(), src.size(), 0);
+  rig.qp_a->Post(WqeOpcode::kSend, {Sge(src.data(), 32, lkey)});
+  rig.Run();
+  Cqe cqe;
+  ASSERT_TRUE(rig.cq_a->Poll(&cqe));
+  EXPECT_EQ(cqe.syndrome, CompletionSyndrome::kRnrRetryExceeded);
+  EXPECT_EQ(rig.b->Counters().rnr_naks_sent, profiles::kFunctional.rnr_retry_count + 1);
+}
+
+TEST(DataPath, ReceiveTooSmallOverflows) {
+  TwoNodeRig rig;
+  std::vector<std::uint8_t> src(100), rbuf(50);
+  const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, src.data(), src.size(), 0);
+  const MemoryKey bkey = rig.Register(*rig.b, rig.pd_b, rbuf.data(), rbuf.size(), access::kLocalWrite);
+  rig.qp_b->PostReceive({Sge(rbuf.data(), 50, bkey)});
+  rig.qp_a->Post(WqeOpcode::kSend, {Sge(src.data(), 100, lkey)});
+  rig.Run();
+  Cqe cqe;
+  ASSERT_TRUE(rig.cq_b->Poll(&cqe));
+  EXPECT_EQ(cqe.syndrome, CompletionSyndrome::kReceiveOverflow);
+  ASSERT_TRUE(rig.cq_a->Poll(&cqe));
+  EXPECT_EQ(cqe.syndrome, CompletionSyndrome::kRemoteInvalidRequest);
+}
+
+TEST(DataPath, CqOverrunKillsTheCqAndRaisesAnError) {
+  TwoNodeRig rig(profiles::kFunctional, /*cq_entries=*/4);
+  std::vector<std::uint8_t> src(8), dst(8);
+  const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, src.data(), src.size(), 0);
+  const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, dst.data(), dst.size(), access::kRemoteWrite | access::kLocalWrite);
+  ASSERT_TRUE(rig.a->WriteDoorbell({Doorbell::Kind::kCqArm, CqArmKind::kErrors, rig.cq_a->number.value, 0}));
+  for (int i = 0; i < 5; ++i) {
+    rig.qp_a->Post(WqeOpcode::kWrite, {Sge(src.data(), 8, lkey)}, reinterpret_cast<std::uint64_t>(dst.data()), rkey.value);
+  }
+  rig.Run();
+  EventEntry e;
+  ASSERT_TRUE(rig.events_a.TryPop(e));
+  EXPECT_EQ(e.type, EventType::kCqError);
+  EXPECT_EQ(e.status, 0u);
+  EXPECT_EQ(rig.a->Counters().cqes_written, 4u);
+  EXPECT_EQ(rig.a->QueryQpState(rig.qp_a->qpn), QpState::kError);
+}
+
+TEST(DataPath, ArmAnyNotifiesOnceForTheNextCompletion) {
+  TwoNodeRig rig;
+  std::vector<std::uint8_t> src(8), dst(8);
+  const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, src.data(), src.size(), 0);
+  const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, dst.data(), dst.size(), access::kRemoteWrite | access::kLocalWrite);
+  ASSERT_TRUE(rig.a->WriteDoorbell({Doorbell::Kind::kCqArm, CqArmKind::kAny, rig.cq_a->number.value, 0}));
+  for (int i = 0; i < 3; ++i) {
+    rig.qp_a->Post(WqeOpcode::kWrite, {Sge(src.data(), 8, lkey)}, reinterpret_cast<std::uint64_t>(dst.data()), rkey.value);
+  }
+  rig.Run();
+  EXPECT_EQ(rig.interrupts_a, 1);
+  EventEntry e;
+  ASSERT_TRUE(rig.events_a.TryPop(e));
+  EXPECT_EQ(e.type, EventType::kCqNotify);
+  EXPECT_FALSE(rig.events_a.TryPop(e));
+}
+
+TEST(DataPath, ArmWithUnreadEntriesFiresImmediately) {
+  TwoNodeRig rig;
+  std::vector<std::uint8_t> src(8), dst(8);
+  const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, src.data(), src.size(), 0);
+  const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, dst.data(), dst.size(), access::kRemoteWrite | access::kLocalWrite);
+  rig.qp_a->Post(WqeOpcode::kWrite, {Sge(src.data(), 8, lkey)}, reinterpret_cast<std::uint64_t>(dst.data()), rkey.value);
+  rig.Run();
+  ASSERT_EQ(rig.interrupts_a, 0);
+  ASSERT_TRUE(rig.a->WriteDoorbell({Doorbell::Kind::kCqArm, CqArmKind::kAny, rig.cq_a->number.value, 0}));
+  rig.Run();
+  EXPECT_EQ(rig.interrupts_a, 1);
+}
+
+// The simulated time of a completion is the sum of the modelled stages.
+TEST(Timing, InlineWriteCompletionTimeIsTheSumOfItsStages) {
+  const HardwareProfile& p = profiles::kConnectX100GbeRoce;
+  TwoNodeRig rig(p);
+  std::uint64_t dst = 0;
+  const std::uint64_t value = 42;
+  const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, &dst, sizeof dst, access::kRemoteWrite | access::kLocalWrite);
+  rig.qp_a->PostInline(WqeOpcode::kWrite, &value, sizeof value, reinterpret_cast<std::uint64_t>(&dst), rkey.value);
+  Cqe cqe;
+  TimePoint completed{};
+  for (;;) {
+    rig.a->DrainDoorbells();
+    if (rig.events.Empty()) break;
+    rig.events.RunOne();
+    if (completed == TimePoint{} && rig.cq_a->Poll(&cqe)) completed = rig.events.Now();
+  }
+  ASSERT_NE(completed, TimePoint{});
+  // doorbell MMIO: 8 B + one write TLP header, then the MMIO latency
+  const Duration doorbell = p.pcie_bandwidth.TimeFor(8 + PcieLink::kWriteTlpOverheadBytes) + p.pcie_mmio_write_latency;
+  // WQE fetch: read latency, then 128 B (2 blocks) + one completion header
+  const Duration fetch = p.pcie_dma_read_latency + p.pcie_bandwidth.TimeFor(128 + PcieLink::kCompletionTlpOverheadBytes);
+  const Duration process = p.nic_clock.ToDuration(p.wqe_processing);
+  const Duration request = p.link_rate.TimeFor(8 + p.packet_overhead_bytes) + p.propagation_delay;
+  const Duration ack = p.link_rate.TimeFor(p.packet_overhead_bytes) + p.propagation_delay;
+  const Duration cqe_write = p.pcie_bandwidth.TimeFor(sizeof(Cqe) + PcieLink::kWriteTlpOverheadBytes) + p.pcie_dma_write_latency;
+  EXPECT_EQ(completed.time_since_epoch(), doorbell + fetch + process + request + ack + cqe_write);
+  EXPECT_EQ(dst, value);
+}
+
+}  // namespace
+}  // namespace ndksim::hw
