@@ -1,0 +1,301 @@
+// Consumer-side helpers for tests, examples and benchmarks: a connected QP pair on a simulated
+// fabric, registered buffers, and polling. Everything here goes through the NDK dispatch tables,
+// exactly as consumer code does; nothing reaches into the provider or the hardware model.
+#pragma once
+
+#include <arpa/inet.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "ndkpi.h"
+#include "ndksim/fabric.h"
+
+namespace ndksim {
+
+// Thrown when a set-up step of the harness fails; the message names the step and the NTSTATUS.
+class HarnessError : public std::runtime_error {
+ public:
+  HarnessError(const char* step, NTSTATUS status)
+      : std::runtime_error(fmt::format("{} failed: NTSTATUS {:#010x}", step, static_cast<std::uint32_t>(status))),
+        status_(status) {}
+  NTSTATUS Status() const { return status_; }
+
+ private:
+  NTSTATUS status_;
+};
+
+// A host buffer registered as a memory region of a PD (NdkCreateMr + NdkRegisterMr).
+class RegisteredBuffer {
+ public:
+  RegisteredBuffer(NDK_PD* pd, std::size_t size, ULONG mr_flags) : size_(size), storage_(new std::byte[size == 0 ? 1 : size]()) {
+    NTSTATUS s = pd->Dispatch->NdkCreateMr(pd, FALSE, nullptr, nullptr, &mr_);
+    if (s != STATUS_SUCCESS) throw HarnessError("NdkCreateMr", s);
+    MmInitializeMdl(&mdl_, storage_.get(), size_);
+    s = mr_->Dispatch->NdkRegisterMr(mr_, &mdl_, size_, mr_flags, nullptr, nullptr);
+    if (s != STATUS_SUCCESS) {
+      mr_->Dispatch->NdkCloseMr(&mr_->Header, nullptr, nullptr);
+      throw HarnessError("NdkRegisterMr", s);
+    }
+  }
+  ~RegisteredBuffer() {
+    mr_->Dispatch->NdkDeregisterMr(mr_, nullptr, nullptr);
+    mr_->Dispatch->NdkCloseMr(&mr_->Header, nullptr, nullptr);
+  }
+  RegisteredBuffer(const RegisteredBuffer&) = delete;
+  RegisteredBuffer& operator=(const RegisteredBuffer&) = delete;
+
+  std::byte* Data() { return storage_.get(); }
+  std::size_t Size() const { return size_; }
+  std::uint64_t Address(std::size_t offset = 0) const { return reinterpret_cast<std::uint64_t>(storage_.get() + offset); }
+  UINT32 LocalToken() const { return mr_->Dispatch->NdkGetLocalTokenFromMr(mr_); }
+  UINT32 RemoteToken() const { return mr_->Dispatch->NdkGetRemoteTokenFromMr(mr_); }
+  NDK_MR* Mr() const { return mr_; }
+  NDK_SGE Sge(std::size_t offset, ULONG length) const {
+    NDK_SGE sge{};
+    sge.VirtualAddress = storage_.get() + offset;
+    sge.Length = length;
+    sge.MemoryRegionToken = LocalToken();
+    return sge;
+  }
+
+ private:
+  std::size_t size_;
+  std::unique_ptr<std::byte[]> storage_;
+  MDL mdl_{};
+  NDK_MR* mr_ = nullptr;
+};
+
+struct QpPairConfig {
+  FabricConfig fabric;
+  bool loopback = false;     // both QPs on one node (the adapter's loopback)
+  bool ipv6 = false;         // connect over IPv6 addresses instead of IPv4
+  bool shared_cq = false;    // one CQ per side for receive and initiator completions
+  ULONG cq_depth = 1024;
+  ULONG receive_queue_depth = 256;
+  ULONG initiator_queue_depth = 256;
+  ULONG max_receive_sge = 8;
+  ULONG max_initiator_sge = 8;
+  ULONG inline_data_size = 64;
+  ULONG inbound_read_limit = 16;
+  ULONG outbound_read_limit = 16;
+  USHORT port = 4791;
+};
+
+// One side of a connected pair.
+struct QpEnd {
+  Node* node = nullptr;
+  NDK_ADAPTER* adapter = nullptr;
+  NDK_PD* pd = nullptr;
+  NDK_CQ* receive_cq = nullptr;
+  NDK_CQ* initiator_cq = nullptr;
+  NDK_QP* qp = nullptr;
+  NDK_CONNECTOR* connector = nullptr;
+  void* qp_context = nullptr;   // the QPContext given to NdkCreateQp
+  int disconnect_events = 0;    // calls of the disconnect-event callback
+  int cq_notifications = 0;     // calls of the CQ notification callback
+  NTSTATUS last_cq_status = STATUS_SUCCESS;
+
+  NTSTATUS Send(void* ctx, std::span<const NDK_SGE> sgl, ULONG flags = 0) {
+    return qp->Dispatch->NdkSend(qp, ctx, sgl.data(), static_cast<ULONG>(sgl.size()), flags);
+  }
+  NTSTATUS Receive(void* ctx, std::span<const NDK_SGE> sgl) {
+    return qp->Dispatch->NdkReceive(qp, ctx, sgl.data(), static_cast<ULONG>(sgl.size()));
+  }
+  NTSTATUS Write(void* ctx, std::span<const NDK_SGE> sgl, UINT64 raddr, UINT32 rtoken, ULONG flags = 0) {
+    return qp->Dispatch->NdkWrite(qp, ctx, sgl.data(), static_cast<ULONG>(sgl.size()), raddr, rtoken, flags);
+  }
+  NTSTATUS Read(void* ctx, std::span<const NDK_SGE> sgl, UINT64 raddr, UINT32 rtoken, ULONG flags = 0) {
+    return qp->Dispatch->NdkRead(qp, ctx, sgl.data(), static_cast<ULONG>(sgl.size()), raddr, rtoken, flags);
+  }
+  std::unique_ptr<RegisteredBuffer> Register(std::size_t size, ULONG mr_flags = NDK_MR_FLAG_ALLOW_LOCAL_WRITE |
+                                                                                  NDK_MR_FLAG_ALLOW_REMOTE_READ |
+                                                                                  NDK_MR_FLAG_ALLOW_REMOTE_WRITE) {
+    return std::make_unique<RegisteredBuffer>(pd, size, mr_flags);
+  }
+  // Removes up to `max` results from `cq` (NdkGetCqResultsEx) and appends them to `out`.
+  static std::size_t Poll(NDK_CQ* cq, std::vector<NDK_RESULT_EX>& out, std::size_t max = 64) {
+    NDK_RESULT_EX r[64];
+    const ULONG n = cq->Dispatch->NdkGetCqResultsEx(cq, r, static_cast<ULONG>(std::min<std::size_t>(max, 64)));
+    out.insert(out.end(), r, r + n);
+    return n;
+  }
+};
+
+// Two QPs connected through the NDK connection interface (listener, connector, accept,
+// complete-connect) on a fresh fabric: node "a" connects to node "b" (or to itself in loopback).
+class QpPair {
+ public:
+  explicit QpPair(QpPairConfig config = {}) : config_(config), fabric_(config.fabric) {
+    Node& na = fabric_.AddNode({"a", {"192.0.2.1", "2001:db8::1"}});
+    Node& nb = config.loopback ? na : fabric_.AddNode({"b", {"192.0.2.2", "2001:db8::2"}});
+    a_.node = &na;
+    b_.node = &nb;
+    a_.qp_context = &a_;
+    b_.qp_context = &b_;
+    Open(a_);
+    Open(b_);
+    Connect();
+  }
+  ~QpPair() {
+    Close(a_);
+    Close(b_);
+  }
+  QpPair(const QpPair&) = delete;
+  QpPair& operator=(const QpPair&) = delete;
+
+  Fabric& fabric() { return fabric_; }
+  QpEnd& a() { return a_; }
+  QpEnd& b() { return b_; }
+  const QpPairConfig& config() const { return config_; }
+
+  // Runs the fabric until `n` results have been collected from `cq` (or `limit` of simulated time
+  // passes); returns what was collected.
+  std::vector<NDK_RESULT_EX> Collect(NDK_CQ* cq, std::size_t n, Duration limit = Milliseconds(100)) {
+    std::vector<NDK_RESULT_EX> out;
+    fabric_.RunUntil(
+        [&] {
+          QpEnd::Poll(cq, out, n - std::min(n, out.size()));
+          return out.size() >= n;
+        },
+        limit);
+    return out;
+  }
+  // Runs until nothing is left to do, then returns every result on `cq`.
+  std::vector<NDK_RESULT_EX> Drain(NDK_CQ* cq) {
+    fabric_.RunUntilIdle();
+    std::vector<NDK_RESULT_EX> out;
+    while (QpEnd::Poll(cq, out) > 0) {
+    }
+    return out;
+  }
+
+  // Fills `addr` with the IPv4 or IPv6 address of side `end` and `port`; returns its length.
+  ULONG Address(const QpEnd& end, USHORT port, SOCKADDR_INET* addr) const {
+    std::memset(addr, 0, sizeof *addr);
+    const bool is_a = &end == &a_ || config_.loopback;
+    if (config_.ipv6) {
+      addr->Ipv6.sin6_family = AF_INET6;
+      addr->Ipv6.sin6_port = htons(port);
+      inet_pton(AF_INET6, is_a ? "2001:db8::1" : "2001:db8::2", &addr->Ipv6.sin6_addr);
+      return sizeof(SOCKADDR_IN6);
+    }
+    addr->Ipv4.sin_family = AF_INET;
+    addr->Ipv4.sin_port = htons(port);
+    inet_pton(AF_INET, is_a ? "192.0.2.1" : "192.0.2.2", &addr->Ipv4.sin_addr);
+    return sizeof(SOCKADDR_IN);
+  }
+
+ private:
+  static void OnCqNotify(PVOID ctx, NTSTATUS status) {
+    auto* end = static_cast<QpEnd*>(ctx);
+    ++end->cq_notifications;
+    end->last_cq_status = status;
+  }
+  static void OnDisconnect(PVOID ctx) { ++static_cast<QpEnd*>(ctx)->disconnect_events; }
+  static void OnConnectEvent(PVOID ctx, NDK_CONNECTOR* connector) {
+    auto* self = static_cast<QpPair*>(ctx);
+    self->incoming_ = connector;
+  }
+  static void OnRequestDone(PVOID ctx, NTSTATUS status) {
+    auto* slot = static_cast<NTSTATUS*>(ctx);
+    *slot = status;
+  }
+
+  void Open(QpEnd& end) {
+    if (config_.loopback && &end == &b_) {
+      end.adapter = a_.adapter;  // one adapter, two QPs
+    } else {
+      Check("OpenAdapter", end.node->OpenAdapter(NDK_VERSION{2, 1}, &end.adapter));
+    }
+    const NDK_ADAPTER_DISPATCH* ad = end.adapter->Dispatch;
+    Check("NdkCreateCq", ad->NdkCreateCq(end.adapter, config_.cq_depth, OnCqNotify, &end, nullptr, nullptr, nullptr,
+                                         &end.receive_cq));
+    if (config_.shared_cq) {
+      end.initiator_cq = end.receive_cq;
+    } else {
+      Check("NdkCreateCq", ad->NdkCreateCq(end.adapter, config_.cq_depth, OnCqNotify, &end, nullptr, nullptr,
+                                           nullptr, &end.initiator_cq));
+    }
+    Check("NdkCreatePd", ad->NdkCreatePd(end.adapter, nullptr, nullptr, &end.pd));
+    Check("NdkCreateQp",
+          end.pd->Dispatch->NdkCreateQp(end.pd, end.receive_cq, end.initiator_cq, end.qp_context,
+                                        config_.receive_queue_depth, config_.initiator_queue_depth,
+                                        config_.max_receive_sge, config_.max_initiator_sge, config_.inline_data_size,
+                                        nullptr, nullptr, &end.qp));
+    Check("NdkCreateConnector", ad->NdkCreateConnector(end.adapter, nullptr, nullptr, &end.connector));
+  }
+
+  void Connect() {
+    const NDK_ADAPTER_DISPATCH* bd = b_.adapter->Dispatch;
+    Check("NdkCreateListener", bd->NdkCreateListener(b_.adapter, OnConnectEvent, this, nullptr, nullptr, &listener_));
+    SOCKADDR_INET listen_addr;
+    const ULONG listen_len = Address(b_, config_.port, &listen_addr);
+    Check("NdkListen", listener_->Dispatch->NdkListen(listener_, reinterpret_cast<PSOCKADDR>(&listen_addr), listen_len,
+                                                      nullptr, nullptr));
+    // b's connector from NdkCreateConnector is unused on the passive side: the listener hands out
+    // the connector that accepts.
+    b_.connector->Dispatch->NdkCloseConnector(&b_.connector->Header, nullptr, nullptr);
+    b_.connector = nullptr;
+
+    SOCKADDR_INET src;
+    SOCKADDR_INET dst;
+    const ULONG src_len = Address(a_, 0, &src);
+    const ULONG dst_len = Address(b_, config_.port, &dst);
+    NTSTATUS connect_status = STATUS_PENDING;
+    NTSTATUS s = a_.connector->Dispatch->NdkConnect(
+        a_.connector, a_.qp, reinterpret_cast<PSOCKADDR>(&src), src_len, reinterpret_cast<PSOCKADDR>(&dst), dst_len,
+        config_.inbound_read_limit, config_.outbound_read_limit, nullptr, 0, OnRequestDone, &connect_status);
+    if (s != STATUS_PENDING) connect_status = s;
+    fabric_.RunUntil([&] { return incoming_ != nullptr || connect_status != STATUS_PENDING; });
+    if (incoming_ == nullptr) Check("NdkConnect", connect_status == STATUS_PENDING ? STATUS_IO_TIMEOUT : connect_status);
+    b_.connector = incoming_;
+    NTSTATUS accept_status = STATUS_PENDING;
+    s = b_.connector->Dispatch->NdkAccept(b_.connector, b_.qp, config_.inbound_read_limit, config_.outbound_read_limit,
+                                          nullptr, 0, OnDisconnect, &b_, OnRequestDone, &accept_status);
+    if (s != STATUS_PENDING) accept_status = s;
+    Check("NdkAccept", accept_status == STATUS_PENDING ? STATUS_SUCCESS : accept_status);
+    fabric_.RunUntil([&] { return connect_status != STATUS_PENDING; });
+    Check("NdkConnect", connect_status);
+    NTSTATUS complete_status = STATUS_PENDING;
+    s = a_.connector->Dispatch->NdkCompleteConnect(a_.connector, OnDisconnect, &a_, OnRequestDone, &complete_status);
+    if (s != STATUS_PENDING) complete_status = s;
+    fabric_.RunUntil([&] { return complete_status != STATUS_PENDING && accept_status != STATUS_PENDING; });
+    Check("NdkCompleteConnect", complete_status);
+    Check("NdkAccept", accept_status);
+  }
+
+  void Close(QpEnd& end) {
+    if (end.connector != nullptr) end.connector->Dispatch->NdkCloseConnector(&end.connector->Header, nullptr, nullptr);
+    if (end.qp != nullptr) end.qp->Dispatch->NdkCloseQp(&end.qp->Header, nullptr, nullptr);
+    if (end.pd != nullptr) end.pd->Dispatch->NdkClosePd(&end.pd->Header, nullptr, nullptr);
+    if (end.initiator_cq != nullptr && end.initiator_cq != end.receive_cq) {
+      end.initiator_cq->Dispatch->NdkCloseCq(&end.initiator_cq->Header, nullptr, nullptr);
+    }
+    if (end.receive_cq != nullptr) end.receive_cq->Dispatch->NdkCloseCq(&end.receive_cq->Header, nullptr, nullptr);
+    if (&end == &b_ && listener_ != nullptr) listener_->Dispatch->NdkCloseListener(&listener_->Header, nullptr, nullptr);
+    if (end.adapter != nullptr && !(config_.loopback && &end == &a_)) end.node->CloseAdapter(end.adapter);
+    fabric_.RunUntilIdle();
+  }
+
+  static void Check(const char* step, NTSTATUS s) {
+    if (s != STATUS_SUCCESS) throw HarnessError(step, s);
+  }
+
+  QpPairConfig config_;
+  Fabric fabric_;
+  QpEnd a_;
+  QpEnd b_;
+  NDK_LISTENER* listener_ = nullptr;
+  NDK_CONNECTOR* incoming_ = nullptr;
+};
+
+}  // namespace ndksim

@@ -1,0 +1,882 @@
+// Connection management in the driver (ref §3.18, §4.6): the connector state machine, listeners,
+// and the node's CM agent that binds local endpoints and routes CM datagrams.
+#include "provider/connection.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "hwmodel/event_queue.h"  // NDKSIM_CHECK
+#include "provider/driver.h"
+#include "provider/memory.h"
+#include "provider/qp.h"
+#include "provider/status.h"
+
+namespace ndksim::provider {
+
+namespace {
+
+constexpr std::array<std::string_view, 10> kStateNames = {
+    "Idle",      "Connecting",       "Replied",       "Incoming",     "Accepting",
+    "Connected", "PeerDisconnected", "Disconnecting", "Disconnected", "Failed",
+};
+static_assert(kStateNames.size() == static_cast<std::size_t>(Connector::State::kFailed) + 1);
+
+std::string_view Name(Connector::State s) { return kStateNames[static_cast<std::size_t>(s)]; }
+
+void FireDisconnect(const DisconnectHandler& h) {
+  // ProviderDisconnectReason 0 = none given (ref §3.18).
+  if (h.ex != nullptr) {
+    h.ex(h.context, 0);
+  } else if (h.plain != nullptr) {
+    h.plain(h.context);
+  }
+}
+
+}  // namespace
+
+// ==== ConnectionManager ===========================================================================
+
+ConnectionManager::ConnectionManager(Driver& driver) : driver_(driver) {}
+
+bool ConnectionManager::InUse(const SocketAddress& a) const {
+  const auto [first, last] = bindings_.equal_range(Key(a));
+  return std::any_of(first, last, [&](const auto& kv) { return BindingsCollide(kv.second.local, a); });
+}
+
+NTSTATUS ConnectionManager::Bind(SocketAddress* local, const void* owner, Listener* listener) {
+  if (local->port != 0) {
+    if (InUse(*local)) return STATUS_SHARING_VIOLATION;
+  } else {
+    // Deterministic: scan from a cursor that moves past each port handed out.
+    bool found = false;
+    for (std::uint32_t i = 0; i < kEphemeralPorts && !found; ++i) {
+      SocketAddress candidate = *local;
+      candidate.port = static_cast<std::uint16_t>(
+          kFirstEphemeralPort + (next_ephemeral_ - kFirstEphemeralPort + i) % kEphemeralPorts);
+      if (InUse(candidate)) continue;
+      *local = candidate;
+      found = true;
+    }
+    if (!found) return STATUS_TOO_MANY_ADDRESSES;  // ref §3.18: ephemeral range exhausted
+    next_ephemeral_ = static_cast<std::uint16_t>(
+        kFirstEphemeralPort + (local->port + 1u - kFirstEphemeralPort) % kEphemeralPorts);
+  }
+  bindings_.emplace(Key(*local), Binding{*local, owner, listener});
+  return STATUS_SUCCESS;
+}
+
+void ConnectionManager::Unbind(const void* owner) {
+  for (auto it = bindings_.begin(); it != bindings_.end();) {
+    it = it->second.owner == owner ? bindings_.erase(it) : std::next(it);
+  }
+}
+
+std::uint32_t ConnectionManager::PeekPsn() const {
+  // Deterministic per driver, spread over the 24-bit PSN space and different per node.
+  return (driver_.Nic().Id() * 0x10001u + (psn_counter_ + 1) * 0x9e37u) & 0xffffffu;
+}
+
+void ConnectionManager::Register(Connector& connector) {
+  connections_.emplace(connector.Id(), &connector);
+}
+
+void ConnectionManager::Unregister(const Connector& connector) { connections_.erase(connector.Id()); }
+
+bool ConnectionManager::Send(const SocketAddress& destination, const CmMessage& message) {
+  CmMessage m = message;
+  m.source_node = driver_.Nic().Id();
+  std::array<std::byte, hw::kManagementPayloadBytes> bytes;
+  const std::size_t n = EncodeCm(m, bytes);
+  const bool routed = driver_.Nic().SendManagementDatagram(destination.address, {bytes.data(), n});
+  driver_.Trace("cm send {} conn {} -> {} port {}{}", Name(m.type), m.source_connection,
+                m.destination_connection, destination.port, routed ? "" : " (no route)");
+  return routed;
+}
+
+Duration ConnectionManager::StepTimeout() const {
+  return std::max(driver_.Profile().management_latency * 100, Milliseconds(1));
+}
+
+ULONG ConnectionManager::MaxCallerData() const {
+  return std::min<ULONG>(driver_.Profile().max_caller_data, kCmMaxPrivateData);
+}
+
+ULONG ConnectionManager::MaxCalleeData() const {
+  return std::min<ULONG>(driver_.Profile().max_callee_data, kCmMaxPrivateData);
+}
+
+Listener* ConnectionManager::FindListener(const SocketAddress& destination) const {
+  Listener* wildcard = nullptr;
+  const auto [first, last] = bindings_.equal_range(Key(destination));
+  for (auto it = first; it != last; ++it) {
+    const Binding& b = it->second;
+    if (b.listener == nullptr) continue;
+    if (b.local.address == destination.address) return b.listener;  // exact match wins
+    if (IsWildcard(b.local.address)) wildcard = b.listener;
+  }
+  return wildcard;
+}
+
+void ConnectionManager::OnDatagram(std::span<const std::byte> bytes) {
+  CmMessage m;
+  if (!DecodeCm(bytes, &m)) {
+    driver_.Trace("cm drop malformed datagram of {} bytes", bytes.size());
+    return;
+  }
+  driver_.Trace("cm recv {} conn {} -> {} from node {}", Name(m.type), m.source_connection,
+                m.destination_connection, m.source_node);
+  if (m.type == CmType::kReq) {
+    OnRequest(m);
+    return;
+  }
+  const auto it = connections_.find(m.destination_connection);
+  if (it == connections_.end()) {
+    OnOrphan(m);
+    return;
+  }
+  it->second->OnMessage(m);
+}
+
+void ConnectionManager::OnRequest(const CmMessage& request) {
+  Listener* listener = FindListener(request.destination);
+  if (listener == nullptr || !listener->TakesRequests()) {
+    Reply(request, CmType::kRej, RejectReason::kNoListener);  // -> CONNECTION_REFUSED
+    return;
+  }
+  listener->OnRequest(request);
+}
+
+// A message for a connector that no longer exists (closed, or never was).
+void ConnectionManager::OnOrphan(const CmMessage& message) {
+  switch (message.type) {
+    case CmType::kRep:
+      // The connector gave up or closed: tell the acceptor so its Accept ends.
+      Reply(message, CmType::kRej, RejectReason::kAborted);
+      return;
+    case CmType::kDreq:
+      // Let the peer's disconnect complete at once rather than by timeout.
+      Reply(message, CmType::kDrep, RejectReason::kNone);
+      return;
+    default:
+      return;
+  }
+}
+
+void ConnectionManager::Reply(const CmMessage& to, CmType type, RejectReason reason) {
+  CmMessage m;
+  m.type = type;
+  m.reason = reason;
+  m.source = to.destination;
+  m.destination = to.source;
+  m.destination_connection = to.source_connection;
+  Send(to.source, m);
+}
+
+// ==== Listener ====================================================================================
+
+namespace {
+
+NTSTATUS CloseListener(NDK_OBJECT_HEADER* header, NDK_FN_CLOSE_COMPLETION completion,
+                       PVOID context) {
+  Listener& listener = OwnerOfHeader<Listener, NDK_LISTENER>(header);
+  listener.GetDriver().Trace("close listener");
+  return listener.GetAdapter().Close(listener, completion, context);
+}
+
+NTSTATUS Listen(NDK_LISTENER* ndk, const PSOCKADDR address, ULONG length,
+                NDK_FN_REQUEST_COMPLETION, PVOID) {
+  return Listener::From(ndk).Listen(address, length);
+}
+
+NTSTATUS GetListenerLocalAddress(NDK_LISTENER* ndk, PSOCKADDR address, ULONG* length) {
+  return Listener::From(ndk).GetLocalAddress(address, length);
+}
+
+VOID ControlConnectEvents(NDK_LISTENER*, BOOLEAN) {}  // not supported yet
+
+const NDK_LISTENER_DISPATCH kListenerDispatch = {
+    CloseListener,
+    NdkQueryExtensionNotSupported,
+    Listen,
+    GetListenerLocalAddress,
+    ControlConnectEvents,
+};
+
+}  // namespace
+
+NTSTATUS Listener::Create(Adapter& adapter, NDK_FN_CONNECT_EVENT_CALLBACK on_connect,
+                          void* context, NDK_LISTENER** out) {
+  if (out == nullptr || on_connect == nullptr) return STATUS_INVALID_PARAMETER;
+  Listener& listener = adapter.Adopt(std::make_unique<Listener>(adapter, on_connect, context));
+  adapter.GetDriver().Trace("create listener");
+  *out = listener.Ndk();
+  return STATUS_SUCCESS;
+}
+
+Listener::Listener(Adapter& adapter, NDK_FN_CONNECT_EVENT_CALLBACK on_connect, void* context)
+    : Object(adapter, NdkObjectTypeListener), on_connect_(on_connect), context_(context) {
+  InitNdk(handle_.ndk, adapter.Version(), NdkObjectTypeListener, &kListenerDispatch);
+  handle_.owner = this;
+}
+
+// ref §4.6: the endpoint stays bound until the listener and every connector it accepted are gone;
+// the destructor runs only then (they are its successors).
+Listener::~Listener() {
+  if (listening_) GetDriver().Cm().Unbind(this);
+}
+
+NTSTATUS Listener::Listen(const SOCKADDR* address, ULONG length) {
+  Driver& driver = GetDriver();
+  if (listening_) return STATUS_INVALID_DEVICE_STATE;  // one Listen per listener
+  SocketAddress local;
+  if (const NTSTATUS s = FromSockaddr(address, length, &local); s != STATUS_SUCCESS) return s;
+  // ref §3.18: an address of this adapter, or the wildcard.
+  if (!IsWildcard(local.address) && !driver.Nic().OwnsAddress(local.address)) {
+    return STATUS_INVALID_ADDRESS;
+  }
+  if (const NTSTATUS s = driver.Cm().Bind(&local, this, this); s != STATUS_SUCCESS) return s;
+  local_ = local;
+  listening_ = true;
+  driver.Trace("listen on port {} (family {})", local_.port, local_.address.family);
+  return STATUS_SUCCESS;
+}
+
+NTSTATUS Listener::GetLocalAddress(SOCKADDR* address, ULONG* length) const {
+  if (!listening_) return STATUS_INVALID_DEVICE_STATE;
+  return CopyOutAddress(local_, address, length);
+}
+
+void Listener::OnRequest(const CmMessage& request) {
+  Connector& connector = Connector::CreateIncoming(*this, request);
+  GetDriver().Trace("connect event: conn {} from node {}", connector.Id(), request.source_node);
+  // Last: the consumer may close the connector (or this listener) inside the callback.
+  on_connect_(context_, connector.Ndk());
+}
+
+// ==== Connector: dispatch =========================================================================
+
+namespace {
+
+NTSTATUS CloseConnector(NDK_OBJECT_HEADER* header, NDK_FN_CLOSE_COMPLETION completion,
+                        PVOID context) {
+  Connector& c = OwnerOfHeader<Connector, NDK_CONNECTOR>(header);
+  c.GetDriver().Trace("close connector {}", c.Id());
+  return c.GetAdapter().Close(c, completion, context);
+}
+
+NTSTATUS Connect(NDK_CONNECTOR* ndk, NDK_QP* qp, const PSOCKADDR source, ULONG source_length,
+                 const PSOCKADDR destination, ULONG destination_length, ULONG inbound_limit,
+                 ULONG outbound_limit, const PVOID private_data, ULONG private_data_length,
+                 NDK_FN_REQUEST_COMPLETION completion, PVOID context) {
+  return Connector::From(ndk).Connect(qp, source, source_length, destination, destination_length,
+                                      inbound_limit, outbound_limit, private_data,
+                                      private_data_length, completion, context);
+}
+
+NTSTATUS ConnectWithSharedEndpoint(NDK_CONNECTOR*, NDK_QP*, NDK_SHARED_ENDPOINT*, const PSOCKADDR,
+                                   ULONG, ULONG, ULONG, const PVOID, ULONG,
+                                   NDK_FN_REQUEST_COMPLETION, PVOID) {
+  return STATUS_NOT_SUPPORTED;
+}
+
+NTSTATUS CompleteConnect(NDK_CONNECTOR* ndk, NDK_FN_DISCONNECT_EVENT_CALLBACK on_disconnect,
+                         PVOID context, NDK_FN_REQUEST_COMPLETION, PVOID) {
+  return Connector::From(ndk).CompleteConnect({on_disconnect, nullptr, context});
+}
+
+NTSTATUS CompleteConnectEx(NDK_CONNECTOR* ndk, NDK_FN_DISCONNECT_EVENT_CALLBACK_EX on_disconnect,
+                           PVOID context, NDK_FN_REQUEST_COMPLETION, PVOID) {
+  return Connector::From(ndk).CompleteConnect({nullptr, on_disconnect, context});
+}
+
+NTSTATUS Accept(NDK_CONNECTOR* ndk, NDK_QP* qp, ULONG inbound_limit, ULONG outbound_limit,
+                const PVOID private_data, ULONG private_data_length,
+                NDK_FN_DISCONNECT_EVENT_CALLBACK on_disconnect, PVOID disconnect_context,
+                NDK_FN_REQUEST_COMPLETION completion, PVOID context) {
+  return Connector::From(ndk).Accept(qp, inbound_limit, outbound_limit, private_data,
+                                     private_data_length,
+                                     {on_disconnect, nullptr, disconnect_context}, completion,
+                                     context);
+}
+
+NTSTATUS AcceptEx(NDK_CONNECTOR* ndk, NDK_QP* qp, ULONG inbound_limit, ULONG outbound_limit,
+                  const PVOID private_data, ULONG private_data_length,
+                  NDK_FN_DISCONNECT_EVENT_CALLBACK_EX on_disconnect, PVOID disconnect_context,
+                  NDK_FN_REQUEST_COMPLETION completion, PVOID context) {
+  return Connector::From(ndk).Accept(qp, inbound_limit, outbound_limit, private_data,
+                                     private_data_length,
+                                     {nullptr, on_disconnect, disconnect_context}, completion,
+                                     context);
+}
+
+NTSTATUS Reject(NDK_CONNECTOR* ndk, const PVOID private_data, ULONG private_data_length) {
+  return Connector::From(ndk).Reject(private_data, private_data_length);
+}
+
+NTSTATUS GetConnectionData(NDK_CONNECTOR* ndk, ULONG* inbound_limit, ULONG* outbound_limit,
+                           PVOID private_data, ULONG* private_data_length) {
+  return Connector::From(ndk).GetConnectionData(inbound_limit, outbound_limit, private_data,
+                                                private_data_length);
+}
+
+NTSTATUS GetLocalAddress(NDK_CONNECTOR* ndk, PSOCKADDR address, ULONG* length) {
+  return Connector::From(ndk).GetLocalAddress(address, length);
+}
+
+NTSTATUS GetPeerAddress(NDK_CONNECTOR* ndk, PSOCKADDR address, ULONG* length) {
+  return Connector::From(ndk).GetPeerAddress(address, length);
+}
+
+NTSTATUS Disconnect(NDK_CONNECTOR* ndk, NDK_FN_REQUEST_COMPLETION completion, PVOID context) {
+  return Connector::From(ndk).Disconnect(completion, context);
+}
+
+const NDK_CONNECTOR_DISPATCH kConnectorDispatch = {
+    CloseConnector,
+    NdkQueryExtensionNotSupported,
+    Connect,
+    ConnectWithSharedEndpoint,
+    CompleteConnect,
+    Accept,
+    Reject,
+    GetConnectionData,
+    GetLocalAddress,
+    GetPeerAddress,
+    Disconnect,
+    CompleteConnectEx,
+    AcceptEx,
+};
+
+}  // namespace
+
+// ==== Connector: life ===========================================================================
+
+NTSTATUS Connector::Create(Adapter& adapter, NDK_CONNECTOR** out) {
+  if (out == nullptr) return STATUS_INVALID_PARAMETER;
+  ConnectionManager& cm = adapter.GetDriver().Cm();
+  Connector& c = adapter.Adopt(std::make_unique<Connector>(adapter, cm.TakeConnectionId()));
+  cm.Register(c);
+  adapter.GetDriver().Trace("create connector {}", c.Id());
+  *out = c.Ndk();
+  return STATUS_SUCCESS;
+}
+
+Connector& Connector::CreateIncoming(Listener& listener, const CmMessage& request) {
+  Adapter& adapter = listener.GetAdapter();
+  ConnectionManager& cm = adapter.GetDriver().Cm();
+  Connector& c = adapter.Adopt(std::make_unique<Connector>(adapter, cm.TakeConnectionId()));
+  cm.Register(c);
+  c.listener_ = &listener;
+  listener.AddSuccessor();  // ref §4.6: the accepted connector shares the listener's endpoint
+  c.local_ = request.destination;
+  c.peer_ = request.source;
+  c.addresses_known_ = true;
+  c.StoreRemote(request);
+  // What this side can at most use, until Accept names its own limits (ref §3.16 min rule).
+  const HardwareProfile& p = adapter.GetDriver().Profile();
+  c.inbound_limit_ = std::min(p.max_inbound_read_limit, request.outbound_read_limit);
+  c.outbound_limit_ = std::min(p.max_outbound_read_limit, request.inbound_read_limit);
+  c.SetState(State::kIncoming);
+  return c;
+}
+
+Connector::Connector(Adapter& adapter, std::uint32_t id)
+    : Object(adapter, NdkObjectTypeConnector), id_(id) {
+  InitNdk(handle_.ndk, adapter.Version(), NdkObjectTypeConnector, &kConnectorDispatch);
+  handle_.owner = this;
+}
+
+Connector::~Connector() {
+  ConnectionManager& cm = GetDriver().Cm();
+  if (timer_ != 0) GetDriver().Cancel(timer_);
+  cm.Unregister(*this);
+  if (owns_endpoint_) cm.Unbind(this);
+  ReleaseQp();
+  if (listener_ != nullptr) listener_->ReleaseSuccessor();
+}
+
+void Connector::SetState(State next) {
+  GetDriver().Trace("connector {} {} -> {}", id_, Name(state_), Name(next));
+  state_ = next;
+}
+
+// ref §3.18: closing tells the peer what a consumer call would have told it.
+void Connector::OnCloseRequested() {
+  switch (state_) {
+    case State::kIncoming:  // closing the new connector without accepting also rejects
+    case State::kReplied: {
+      CmMessage rej = Message(CmType::kRej);
+      rej.reason = RejectReason::kConsumer;
+      SendToPeer(rej);
+      break;
+    }
+    case State::kAccepting: {
+      CmMessage rej = Message(CmType::kRej);
+      rej.reason = RejectReason::kAborted;
+      SendToPeer(rej);
+      break;
+    }
+    case State::kConnected: {
+      CmMessage dreq = Message(CmType::kDreq);
+      SendToPeer(dreq);
+      break;
+    }
+    default:
+      break;
+  }
+  // The QP stops working with the connection (its flush is the implicit one of ref §3.18).
+  if (qp_connected_in_nic_ && state_ != State::kDisconnecting) BreakQp();
+  if (timer_ != 0) {
+    GetDriver().Cancel(timer_);
+    timer_ = 0;
+  }
+  const bool was_connected = state_ == State::kConnected || state_ == State::kDisconnecting ||
+                             state_ == State::kPeerDisconnected;
+  const State final_state = was_connected ? State::kDisconnected : State::kFailed;
+  if (state_ != State::kIdle && state_ != final_state) SetState(final_state);
+}
+
+void Connector::CancelPendingRequests() {
+  if (pending_.completion != nullptr) CompleteRequest(STATUS_CANCELLED);
+}
+
+// ==== Connector: helpers ========================================================================
+
+NTSTATUS Connector::CheckQp(NDK_QP* ndk_qp, Qp** out) const {
+  if (ndk_qp == nullptr) return STATUS_INVALID_PARAMETER;
+  Qp& qp = Qp::From(ndk_qp);
+  if (&qp.GetAdapter() != &GetAdapter()) return STATUS_INVALID_PARAMETER;
+  // One connection per QP, ever (ref §3.18: a disconnected QP cannot be reused).
+  if (qp.BoundConnector() != nullptr || qp.Connected()) return STATUS_CONNECTION_ACTIVE;
+  *out = &qp;
+  return STATUS_SUCCESS;
+}
+
+NTSTATUS Connector::CheckPrivateData(const void* data, ULONG length, ULONG limit) const {
+  if (length > limit) return STATUS_INVALID_PARAMETER;
+  if (data == nullptr && length > 0) return STATUS_INVALID_PARAMETER;
+  return STATUS_SUCCESS;
+}
+
+void Connector::Start(State state, NDK_FN_REQUEST_COMPLETION completion, void* context) {
+  pending_ = {completion, context};
+  SetState(state);
+  Driver& driver = GetDriver();
+  timer_ = driver.StartTimer(driver.Cm().StepTimeout(), [this] {
+    timer_ = 0;
+    OnTimeout();
+  });
+}
+
+// ref §4.4: QP -> Connector edge; the QP cannot close while we use it.
+void Connector::BindQp(Qp& qp) {
+  qp_ = &qp;
+  qp.Bind(this);
+  qp.AddSuccessor();
+}
+
+void Connector::ReleaseQp() {
+  if (qp_ == nullptr) return;
+  Qp* qp = std::exchange(qp_, nullptr);
+  qp->Bind(nullptr);
+  qp->ReleaseSuccessor();
+}
+
+void Connector::StoreRemote(const CmMessage& m) {
+  peer_node_ = m.source_node;
+  peer_connection_ = m.source_connection;
+  peer_qpn_ = m.qpn;
+  peer_psn_ = m.initial_psn;
+  peer_private_data_.assign(m.private_data.begin(), m.private_data.begin() + m.private_data_length);
+  peer_known_ = true;
+}
+
+CmMessage Connector::Message(CmType type) const {
+  CmMessage m;
+  m.type = type;
+  m.source = local_;
+  m.destination = peer_;
+  m.source_connection = id_;
+  m.destination_connection = peer_connection_;
+  return m;
+}
+
+bool Connector::SendToPeer(CmMessage& message) {
+  if (!addresses_known_) return false;
+  return GetDriver().Cm().Send(peer_, message);
+}
+
+void Connector::ConnectQpInNic(NTSTATUS* status) {
+  const hw::QpConnect connect{peer_node_, hw::Qpn{peer_qpn_}, send_psn_, peer_psn_,
+                              inbound_limit_, outbound_limit_};
+  *status = CommandToNtStatus(GetDriver().Nic().ConnectQp(qp_->Number(), connect));
+  qp_connected_in_nic_ = *status == STATUS_SUCCESS;
+}
+
+// The connection is over for the QP: everything outstanding completes STATUS_CANCELLED.
+void Connector::BreakQp() {
+  if (qp_ == nullptr) return;
+  GetDriver().Nic().ModifyQpToError(qp_->Number());
+}
+
+// An attempt that did not connect. A QP the NIC never connected may serve another connector.
+void Connector::Fail() {
+  SetState(State::kFailed);
+  if (!qp_connected_in_nic_) ReleaseQp();
+}
+
+void Connector::CompleteRequest(NTSTATUS status) {
+  if (timer_ != 0) {
+    GetDriver().Cancel(timer_);
+    timer_ = 0;
+  }
+  const PendingRequest request = std::exchange(pending_, PendingRequest{});
+  GetDriver().Trace("connector {} request completes {:#x}", id_, static_cast<std::uint32_t>(status));
+  if (request.completion != nullptr) request.completion(request.context, status);
+}
+
+void Connector::IndicateDisconnect() {
+  if (disconnect_indicated_) return;
+  disconnect_indicated_ = true;
+  GetDriver().Trace("connector {} disconnect event", id_);
+  FireDisconnect(on_disconnect_);
+}
+
+// ==== Connector: active side ======================================================================
+
+NTSTATUS Connector::Connect(NDK_QP* ndk_qp, const SOCKADDR* source, ULONG source_length,
+                            const SOCKADDR* destination, ULONG destination_length,
+                            ULONG inbound_limit, ULONG outbound_limit, const void* private_data,
+                            ULONG private_data_length, NDK_FN_REQUEST_COMPLETION completion,
+                            void* context) {
+  Driver& driver = GetDriver();
+  ConnectionManager& cm = driver.Cm();
+  if (state_ != State::kIdle) return STATUS_CONNECTION_ACTIVE;  // a connector connects once
+  if (completion == nullptr) return STATUS_INVALID_PARAMETER;
+  Qp* qp = nullptr;
+  if (const NTSTATUS s = CheckQp(ndk_qp, &qp); s != STATUS_SUCCESS) return s;
+  if (const NTSTATUS s = CheckPrivateData(private_data, private_data_length, cm.MaxCallerData());
+      s != STATUS_SUCCESS) {
+    return s;
+  }
+  SocketAddress local;
+  SocketAddress peer;
+  if (const NTSTATUS s = FromSockaddr(source, source_length, &local); s != STATUS_SUCCESS) return s;
+  if (const NTSTATUS s = FromSockaddr(destination, destination_length, &peer); s != STATUS_SUCCESS) {
+    return s;
+  }
+  if (local.address.family != peer.address.family) return STATUS_INVALID_ADDRESS;
+  if (IsWildcard(peer.address) || peer.port == 0) return STATUS_INVALID_ADDRESS;
+  if (IsWildcard(local.address)) {
+    // Any local address of the family: the NIC's first one.
+    const auto& mine = driver.Nic().Addresses();
+    const auto it = std::find_if(mine.begin(), mine.end(), [&](const hw::NetworkAddress& a) {
+      return a.family == local.address.family;
+    });
+    if (it == mine.end()) return STATUS_INVALID_ADDRESS;
+    local.address = *it;
+  }
+  // ref §3.18: the source must be an address of this adapter.
+  if (!driver.Nic().OwnsAddress(local.address)) return STATUS_INVALID_ADDRESS;
+  if (const NTSTATUS s = cm.Bind(&local, this, nullptr); s != STATUS_SUCCESS) return s;
+
+  const HardwareProfile& p = driver.Profile();
+  CmMessage req;
+  req.type = CmType::kReq;
+  req.source = local;
+  req.destination = peer;
+  req.source_connection = id_;
+  req.qpn = qp->Number().value;
+  req.initial_psn = cm.PeekPsn();
+  req.inbound_read_limit = std::min<std::uint32_t>(inbound_limit, p.max_inbound_read_limit);
+  req.outbound_read_limit = std::min<std::uint32_t>(outbound_limit, p.max_outbound_read_limit);
+  req.private_data_length = static_cast<std::uint16_t>(private_data_length);
+  if (private_data_length > 0) std::memcpy(req.private_data.data(), private_data, private_data_length);
+  if (!cm.Send(peer, req)) {
+    cm.Unbind(this);
+    return STATUS_HOST_UNREACHABLE;  // no node owns the destination; nothing changed
+  }
+  // Committed.
+  cm.TakePsn();
+  owns_endpoint_ = true;
+  local_ = local;
+  peer_ = peer;
+  addresses_known_ = true;
+  send_psn_ = req.initial_psn;
+  inbound_limit_ = req.inbound_read_limit;
+  outbound_limit_ = req.outbound_read_limit;
+  BindQp(*qp);
+  driver.Trace("connect conn {} qp {:#x} to port {} ird {} ord {} pdata {}", id_,
+               qp->Number().value, peer.port, inbound_limit_, outbound_limit_, private_data_length);
+  Start(State::kConnecting, completion, context);
+  return STATUS_PENDING;
+}
+
+void Connector::OnRep(const CmMessage& m) {
+  if (state_ != State::kConnecting) {
+    // We gave up (timeout) or already answered: an acceptor waiting on us should stop waiting.
+    if (state_ == State::kFailed) {
+      CmMessage rej = Message(CmType::kRej);
+      rej.reason = RejectReason::kAborted;
+      rej.destination_connection = m.source_connection;
+      GetDriver().Cm().Send(m.source, rej);
+    }
+    return;
+  }
+  StoreRemote(m);
+  // ref §3.16: effective limits are the minimum of ours and the peer's opposite ones.
+  inbound_limit_ = std::min(inbound_limit_, m.outbound_read_limit);
+  outbound_limit_ = std::min(outbound_limit_, m.inbound_read_limit);
+  SetState(State::kReplied);
+  CompleteRequest(STATUS_SUCCESS);  // last
+}
+
+NTSTATUS Connector::CompleteConnect(const DisconnectHandler& on_disconnect) {
+  if (state_ == State::kFailed && peer_gave_up_) return STATUS_CONNECTION_ABORTED;
+  if (state_ != State::kReplied) return STATUS_CONNECTION_INVALID;
+  NTSTATUS status = STATUS_SUCCESS;
+  ConnectQpInNic(&status);
+  if (status != STATUS_SUCCESS) return status;
+  CmMessage rtu = Message(CmType::kRtu);
+  if (!SendToPeer(rtu)) {
+    BreakQp();
+    Fail();
+    return STATUS_CONNECTION_ABORTED;
+  }
+  on_disconnect_ = on_disconnect;
+  qp_->MarkConnected();
+  SetState(State::kConnected);
+  return STATUS_SUCCESS;
+}
+
+// ==== Connector: passive side =====================================================================
+
+NTSTATUS Connector::Accept(NDK_QP* ndk_qp, ULONG inbound_limit, ULONG outbound_limit,
+                           const void* private_data, ULONG private_data_length,
+                           const DisconnectHandler& on_disconnect,
+                           NDK_FN_REQUEST_COMPLETION completion, void* context) {
+  Driver& driver = GetDriver();
+  ConnectionManager& cm = driver.Cm();
+  if (state_ != State::kIncoming) return STATUS_CONNECTION_INVALID;
+  if (completion == nullptr) return STATUS_INVALID_PARAMETER;
+  Qp* qp = nullptr;
+  if (const NTSTATUS s = CheckQp(ndk_qp, &qp); s != STATUS_SUCCESS) return s;
+  if (const NTSTATUS s = CheckPrivateData(private_data, private_data_length, cm.MaxCalleeData());
+      s != STATUS_SUCCESS) {
+    return s;
+  }
+  // ref §3.16 min rule; inbound_limit_/outbound_limit_ already hold the peer's side of it.
+  const std::uint32_t inbound = std::min<std::uint32_t>(inbound_limit, inbound_limit_);
+  const std::uint32_t outbound = std::min<std::uint32_t>(outbound_limit, outbound_limit_);
+  const std::uint32_t psn = cm.PeekPsn();
+  const hw::QpConnect connect{peer_node_, hw::Qpn{peer_qpn_}, psn, peer_psn_, inbound, outbound};
+  const hw::CommandStatus status = driver.Nic().ConnectQp(qp->Number(), connect);
+  if (status != hw::CommandStatus::kOk) return CommandToNtStatus(status);
+
+  cm.TakePsn();
+  send_psn_ = psn;
+  inbound_limit_ = inbound;
+  outbound_limit_ = outbound;
+  BindQp(*qp);
+  qp_connected_in_nic_ = true;
+  CmMessage rep = Message(CmType::kRep);
+  rep.qpn = qp->Number().value;
+  rep.initial_psn = psn;
+  rep.inbound_read_limit = inbound;
+  rep.outbound_read_limit = outbound;
+  rep.private_data_length = static_cast<std::uint16_t>(private_data_length);
+  if (private_data_length > 0) std::memcpy(rep.private_data.data(), private_data, private_data_length);
+  if (!SendToPeer(rep)) {
+    // The requester's node is gone: ref §3.18 lists CONNECTION_ABORTED for Accept.
+    BreakQp();
+    Fail();
+    return STATUS_CONNECTION_ABORTED;
+  }
+  on_disconnect_ = on_disconnect;
+  driver.Trace("accept conn {} qp {:#x} ird {} ord {} pdata {}", id_, qp->Number().value, inbound,
+               outbound, private_data_length);
+  Start(State::kAccepting, completion, context);
+  return STATUS_PENDING;  // completes when the RTU arrives (ref §3.18: after CompleteConnect)
+}
+
+void Connector::OnRtu() {
+  if (state_ != State::kAccepting) return;
+  qp_->MarkConnected();
+  SetState(State::kConnected);
+  CompleteRequest(STATUS_SUCCESS);  // last
+}
+
+NTSTATUS Connector::Reject(const void* private_data, ULONG private_data_length) {
+  ConnectionManager& cm = GetDriver().Cm();
+  if (state_ == State::kFailed && peer_gave_up_) return STATUS_CONNECTION_ABORTED;
+  if (state_ != State::kIncoming && state_ != State::kReplied) return STATUS_CONNECTION_INVALID;
+  const ULONG limit = state_ == State::kIncoming ? cm.MaxCalleeData() : cm.MaxCallerData();
+  if (const NTSTATUS s = CheckPrivateData(private_data, private_data_length, limit);
+      s != STATUS_SUCCESS) {
+    return s;
+  }
+  CmMessage rej = Message(CmType::kRej);
+  rej.reason = RejectReason::kConsumer;
+  rej.private_data_length = static_cast<std::uint16_t>(private_data_length);
+  if (private_data_length > 0) std::memcpy(rej.private_data.data(), private_data, private_data_length);
+  const bool sent = SendToPeer(rej);
+  GetDriver().Trace("reject conn {}", id_);
+  Fail();
+  return sent ? STATUS_SUCCESS : STATUS_CONNECTION_ABORTED;
+}
+
+void Connector::OnRej(const CmMessage& m) {
+  switch (state_) {
+    case State::kConnecting:
+      // ref §3.18: no listener and a consumer's reject are both CONNECTION_REFUSED.
+      peer_private_data_.assign(m.private_data.begin(),
+                                m.private_data.begin() + m.private_data_length);
+      Fail();
+      CompleteRequest(STATUS_CONNECTION_REFUSED);  // last
+      return;
+    case State::kReplied:
+      // The acceptor gave up before our CompleteConnect.
+      peer_gave_up_ = true;
+      Fail();
+      return;
+    case State::kAccepting:
+      // The active side rejected or abandoned after our REP (ref §3.18: Accept ... ABORTED).
+      BreakQp();
+      Fail();
+      CompleteRequest(STATUS_CONNECTION_ABORTED);  // last
+      return;
+    default:
+      return;
+  }
+}
+
+void Connector::OnTimeout() {
+  switch (state_) {
+    case State::kConnecting:
+      Fail();
+      break;
+    case State::kAccepting: {
+      // The active side never completed: stop its CompleteConnect from succeeding later.
+      CmMessage rej = Message(CmType::kRej);
+      rej.reason = RejectReason::kAborted;
+      SendToPeer(rej);
+      BreakQp();
+      Fail();
+      break;
+    }
+    case State::kDisconnecting:
+      SetState(State::kDisconnected);
+      break;
+    default:
+      return;
+  }
+  CompleteRequest(STATUS_IO_TIMEOUT);  // last
+}
+
+// ==== Connector: disconnect =======================================================================
+
+NTSTATUS Connector::Disconnect(NDK_FN_REQUEST_COMPLETION completion, void* context) {
+  if (state_ == State::kPeerDisconnected) {
+    // The peer's side is already gone: flush ours and we are done (ref §3.18 implicit flush).
+    BreakQp();
+    SetState(State::kDisconnected);
+    return STATUS_SUCCESS;
+  }
+  if (state_ != State::kConnected) return STATUS_CONNECTION_INVALID;
+  if (completion == nullptr) return STATUS_INVALID_PARAMETER;
+  CmMessage dreq = Message(CmType::kDreq);
+  // An unroutable DREQ leaves the timer to end the wait with IO_TIMEOUT.
+  SendToPeer(dreq);
+  BreakQp();  // ref §3.18: graceful disconnect flushes the QP
+  disconnect_indicated_ = true;  // our own disconnect: no disconnect event for it
+  Start(State::kDisconnecting, completion, context);
+  return STATUS_PENDING;
+}
+
+void Connector::OnDreq() {
+  CmMessage drep = Message(CmType::kDrep);
+  switch (state_) {
+    case State::kConnected:
+      SendToPeer(drep);
+      SetState(State::kPeerDisconnected);
+      IndicateDisconnect();  // last
+      return;
+    case State::kDisconnecting:
+      // Both sides disconnected at once: the peer's DREQ completes ours.
+      SendToPeer(drep);
+      SetState(State::kDisconnected);
+      CompleteRequest(STATUS_SUCCESS);  // last
+      return;
+    default:
+      SendToPeer(drep);  // idempotent answer so the peer's disconnect completes
+      return;
+  }
+}
+
+void Connector::OnDrep() {
+  if (state_ != State::kDisconnecting) return;
+  SetState(State::kDisconnected);
+  CompleteRequest(STATUS_SUCCESS);  // last
+}
+
+void Connector::OnConnectionAbort() {
+  switch (state_) {
+    case State::kConnected:
+      SetState(State::kPeerDisconnected);
+      IndicateDisconnect();  // last
+      return;
+    case State::kAccepting:
+      Fail();
+      CompleteRequest(STATUS_CONNECTION_ABORTED);  // last
+      return;
+    default:
+      return;  // our own disconnect is under way, or nothing to tell
+  }
+}
+
+void Connector::OnMessage(const CmMessage& m) {
+  // Only the peer of this connection may speak to it (a REP introduces the peer's id).
+  if (peer_known_ && (m.source_node != peer_node_ || m.source_connection != peer_connection_)) {
+    return;
+  }
+  switch (m.type) {
+    case CmType::kRep: OnRep(m); return;
+    case CmType::kRej: OnRej(m); return;
+    case CmType::kRtu: OnRtu(); return;
+    case CmType::kDreq: OnDreq(); return;
+    case CmType::kDrep: OnDrep(); return;
+    case CmType::kReq: return;  // REQs go to listeners
+  }
+}
+
+// ==== Connector: queries ==========================================================================
+
+// ref §3.18 private-data protocol (RDS = bytes of private data the peer sent).
+NTSTATUS Connector::GetConnectionData(ULONG* inbound_limit, ULONG* outbound_limit,
+                                      void* private_data, ULONG* private_data_length) const {
+  if (private_data_length == nullptr) return STATUS_INVALID_PARAMETER;
+  if (private_data == nullptr && *private_data_length > 0) return STATUS_INVALID_PARAMETER;
+  if (!peer_known_) return STATUS_CONNECTION_INVALID;
+  if (inbound_limit != nullptr) *inbound_limit = inbound_limit_;
+  if (outbound_limit != nullptr) *outbound_limit = outbound_limit_;
+  const auto rds = static_cast<ULONG>(peer_private_data_.size());
+  const ULONG given = *private_data_length;
+  *private_data_length = rds;
+  if (private_data == nullptr) return STATUS_SUCCESS;  // a size query
+  const ULONG n = std::min(given, rds);
+  if (n > 0) std::memcpy(private_data, peer_private_data_.data(), n);
+  return given >= rds ? STATUS_SUCCESS : STATUS_BUFFER_TOO_SMALL;
+}
+
+NTSTATUS Connector::GetLocalAddress(SOCKADDR* address, ULONG* length) const {
+  if (!addresses_known_) return STATUS_CONNECTION_INVALID;
+  return CopyOutAddress(local_, address, length);
+}
+
+NTSTATUS Connector::GetPeerAddress(SOCKADDR* address, ULONG* length) const {
+  if (!addresses_known_) return STATUS_CONNECTION_INVALID;
+  return CopyOutAddress(peer_, address, length);
+}
+
+}  // namespace ndksim::provider
