@@ -125,6 +125,19 @@ TEST(DataIntegrityTimed, WriteReadAndSendOnTheDefaultProfile) {
   EXPECT_GT(pair.fabric().Now(), TimePoint{Microseconds(20)});  // 900 KB at 100 Gb/s takes time
 }
 
+// Regression: the responder acknowledged on arrival, so the initiator could see a completed write
+// while the last bytes were still on their way into the target's memory.
+TEST(DataIntegrityTimed, CompletedWriteMeansTheDataIsInTargetMemory) {
+  QpPair pair;
+  auto src = pair.a().Register(256 * 1024);
+  auto dst = pair.b().Register(256 * 1024);
+  Fill(*src, 4);
+  const NDK_SGE s = src->Sge(0, 256 * 1024);
+  ASSERT_EQ(pair.a().Write(nullptr, {&s, 1}, dst->Address(), dst->RemoteToken()), STATUS_SUCCESS);
+  ASSERT_THAT(pair.Collect(pair.a().initiator_cq, 1), ElementsAre(Succeeded()));
+  EXPECT_EQ(std::memcmp(src->Data(), dst->Data(), 256 * 1024), 0);
+}
+
 class EndToEnd : public testing::ConnectedQpPairTest {};
 
 TEST_F(EndToEnd, InitiatorCompletionsArriveInPostingOrder) {

@@ -459,9 +459,11 @@ TEST(Timing, InlineWriteCompletionTimeIsTheSumOfItsStages) {
   const Duration fetch = p.pcie_dma_read_latency + p.pcie_bandwidth.TimeFor(128 + PcieLink::kCompletionTlpOverheadBytes);
   const Duration process = p.nic_clock.ToDuration(p.wqe_processing);
   const Duration request = p.link_rate.TimeFor(8 + p.packet_overhead_bytes) + p.propagation_delay;
+  // the responder acknowledges once the 8 B placement has landed in its host memory
+  const Duration place = p.pcie_bandwidth.TimeFor(8 + PcieLink::kWriteTlpOverheadBytes) + p.pcie_dma_write_latency;
   const Duration ack = p.link_rate.TimeFor(p.packet_overhead_bytes) + p.propagation_delay;
   const Duration cqe_write = p.pcie_bandwidth.TimeFor(sizeof(Cqe) + PcieLink::kWriteTlpOverheadBytes) + p.pcie_dma_write_latency;
-  EXPECT_EQ(completed.time_since_epoch(), doorbell + fetch + process + request + ack + cqe_write);
+  EXPECT_EQ(completed.time_since_epoch(), doorbell + fetch + process + request + place + ack + cqe_write);
   EXPECT_EQ(dst, value);
 }
 

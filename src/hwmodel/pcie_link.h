@@ -27,8 +27,8 @@ class PcieLink {
   // land in issue order. The caller copies into host memory in `done`.
   void DmaWrite(std::uint64_t bytes, EventCallback done, TimePoint not_before = {});
 
-  // Time at which a write issued now would land (for callers that must order after it).
-  TimePoint UpstreamFreeAt() const { return upstream_free_; }
+  // When every write issued so far is visible in host memory.
+  TimePoint LastWriteLandsAt() const { return last_write_done_; }
 
  private:
   static std::uint64_t WireBytes(std::uint64_t bytes, std::uint32_t overhead);

@@ -237,7 +237,7 @@ void Responder::OnSend(QpContext& qp, std::uint32_t packet_id) {
   qp.receive_queue.ring->ConsumerRelease(qp.receive_queue.stride_blocks);
   ++r.receive_counter;
   r.in_message = false;
-  SendAck(qp, psn, AckSyndrome::kAck);
+  AckWhenPlaced(qp, psn);
 }
 
 void Responder::OnWrite(QpContext& qp, std::uint32_t packet_id) {
@@ -293,7 +293,7 @@ void Responder::OnWrite(QpContext& qp, std::uint32_t packet_id) {
   r.expected_psn = psn + 1;
   if (last) {
     r.in_message = false;
-    SendAck(qp, psn, AckSyndrome::kAck);
+    AckWhenPlaced(qp, psn);
   }
 }
 
@@ -381,6 +381,19 @@ void Responder::SendAck(QpContext& qp, Psn psn, AckSyndrome syndrome) {
   p.solicited = false;
   p.has_invalidate_key = false;
   nic_.GetPort().Transmit(id);
+}
+
+void Responder::AckWhenPlaced(QpContext& qp, Psn psn) {
+  const TimePoint placed = nic_.Pcie().LastWriteLandsAt();
+  if (placed <= events_.Now()) {
+    SendAck(qp, psn, AckSyndrome::kAck);
+    return;
+  }
+  const Qpn qpn = qp.qpn;
+  events_.Schedule(placed, EventPriority::kDevice, [this, qpn, psn] {
+    QpContext* q = nic_.FindQp(qpn);
+    if (q != nullptr && q->state == QpState::kReadyToSend) SendAck(*q, psn, AckSyndrome::kAck);
+  });
 }
 
 void Responder::Fail(QpContext& qp, Psn psn, AckSyndrome syndrome) {

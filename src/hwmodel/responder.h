@@ -39,6 +39,9 @@ class Responder {
   void OnReadRequest(QpContext& qp, std::uint32_t packet_id);
   bool StartReceive(QpContext& qp);
   void SendAck(QpContext& qp, Psn psn, AckSyndrome syndrome);
+  // Acknowledges `psn` once every placement issued so far has landed in host memory, so that a
+  // completed request at the initiator means the data is in the target's memory.
+  void AckWhenPlaced(QpContext& qp, Psn psn);
   // NAKs the packet, completes the current receive if it failed, and puts the QP in error.
   void Fail(QpContext& qp, Psn psn, AckSyndrome syndrome);
   void SendReadResponses(Qpn qpn, std::uint64_t address, std::uint32_t key, std::uint32_t length, Psn first);

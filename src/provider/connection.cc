@@ -518,6 +518,7 @@ void Connector::ConnectQpInNic(NTSTATUS* status) {
 void Connector::BreakQp() {
   if (qp_ == nullptr) return;
   GetDriver().Nic().ModifyQpToError(qp_->Number());
+  qp_->MarkInError();
 }
 
 // An attempt that did not connect. A QP the NIC never connected may serve another connector.

@@ -39,6 +39,8 @@ NDK_OPERATION_TYPE OperationType(const hw::Cqe& cqe) {
 template <typename Result>
 void FillCommon(const Driver& driver, Qp& qp, const hw::Cqe& cqe, Result& out) {
   const bool receive = (cqe.flags & hw::cqe_flag::kReceive) != 0;
+  // ref §4.7: an error completion means the QP is in error (receives posted later need flushing).
+  if (cqe.syndrome != hw::CompletionSyndrome::kSuccess) qp.MarkInError();
   out.Status = driver.CompletionStatus()(cqe.syndrome);
   // ref §2.4: defined for receives only; 0 elsewhere keeps results deterministic.
   out.BytesTransferred = receive ? cqe.byte_count : 0;

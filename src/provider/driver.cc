@@ -122,12 +122,14 @@ void Driver::DispatchEvent(const hw::EventEntry& entry) {
     case hw::EventType::kQpFatal:
       // The failing CQEs tell the consumer; the peer learns through its own abort event.
       Trace("qp {:#x} entered the error state", entry.object);
+      if (Qp* qp = FindQp(entry.object)) qp->MarkInError();
       return;
     case hw::EventType::kConnectionAbort: {
       Qp* qp = FindQp(entry.object);
-      Connector* connector = qp == nullptr ? nullptr : qp->BoundConnector();
       Trace("qp {:#x} connection aborted", entry.object);
-      if (connector != nullptr) connector->OnConnectionAbort();
+      if (qp == nullptr) return;
+      qp->MarkInError();
+      if (Connector* connector = qp->BoundConnector()) connector->OnConnectionAbort();
       return;
     }
     case hw::EventType::kManagement: {

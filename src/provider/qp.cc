@@ -251,17 +251,37 @@ NTSTATUS Qp::PostReceive(void* context, const NDK_SGE* sgl, ULONG sge_count) {
   PutSegment(wqe, 0, control);
   PutDataSegments(wqe, 1, sgl, sge_count);
   receive_.contexts[n & receive_.slot_mask] = context;
-  // Release store of the producer index. Receive queues have no MMIO doorbell: the NIC reads
+  // Release store of the producer index. Receive queues need no MMIO doorbell: the NIC reads
   // the published index when a send arrives.
   receive_.ring->ProducerPublish(receive_.stride);
   ++receive_.posted;
+  // ...except on a QP in error, where no send will arrive and the NIC must be told to flush.
+  // seq_cst fence: pairs with the one in MarkInError (store-load on both sides): either we see
+  // the flag and ring, or MarkInError's doorbell finds this WQE published.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (in_error_.load(std::memory_order_relaxed)) RingReceiveDoorbell();
   return STATUS_SUCCESS;
+}
+
+void Qp::RingReceiveDoorbell() {
+  GetDriver().RingDoorbell({hw::Doorbell::Kind::kReceiveQueue, hw::CqArmKind::kNone, qpn_.value,
+                            receive_.ring->PublishedProducerIndex()});
+}
+
+void Qp::MarkInError() {
+  // relaxed: a cheap look; whoever set the flag first has already rung for what it could see.
+  if (in_error_.load(std::memory_order_relaxed)) return;
+  if (in_error_.exchange(true, std::memory_order_seq_cst)) return;
+  // seq_cst fence: pairs with the fence in PostReceive (see there).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  RingReceiveDoorbell();
 }
 
 void Qp::Flush() {
   // ref §3.9: returns at once; the NIC completes everything pending with STATUS_CANCELLED.
   GetDriver().Trace("flush qp {:#x}", qpn_.value);
   GetDriver().Nic().ModifyQpToError(qpn_);
+  MarkInError();
 }
 
 // ---- dispatch ------------------------------------------------------------------------------------

@@ -93,6 +93,13 @@ class Qp final : public Object {
   }
   bool Connected() const { return connected_.load(std::memory_order_acquire); }
 
+  // ---- error state (ref §4.7), any thread ----
+  // The provider has learnt that the QP is in error in the NIC (flush, disconnect, an abort or
+  // fatal event, an error completion). The NIC reads receive queues only when a send arrives, so
+  // from now on each receive post rings the receive doorbell to have the NIC flush it; the first
+  // call rings once for receives posted before we knew.
+  void MarkInError();
+
  private:
   static void* Retire(WorkQueueState& q, std::uint32_t wqe_counter) {
     void* context = q.contexts[wqe_counter & q.slot_mask];
@@ -105,6 +112,7 @@ class Qp final : public Object {
   NTSTATUS ValidateInitiator(const InitiatorRequest& r, std::uint64_t* total_bytes) const;
   void BuildSendWqe(const InitiatorRequest& r, std::uint64_t total_bytes);
   void RingSendDoorbell();
+  void RingReceiveDoorbell();
 
   Handle<NDK_QP, Qp> handle_;
   Pd& pd_;
@@ -118,6 +126,7 @@ class Qp final : public Object {
   std::uint32_t read_sge_ = 0;         // min(initiator SGEs, adapter MaxReadRequestSge)
   std::uint32_t max_transfer_ = 0;     // adapter MaxTransferLength
   std::atomic<bool> connected_{false};
+  std::atomic<bool> in_error_{false};  // see MarkInError
   // Deferred WQEs published but not yet rung (ref §4.3). Set by the initiator poster (release,
   // after publishing); taken by whoever rings (exchange, acq_rel).
   std::atomic<bool> deferred_pending_{false};
