@@ -469,3 +469,186 @@ TEST(Timing, InlineWriteCompletionTimeIsTheSumOfItsStages) {
 
 }  // namespace
 }  // namespace ndksim::hw
+
+namespace ndksim::hw {
+namespace {
+
+using testing::Sge;
+using testing::TwoNodeRig;
+
+// ---- PCIe link in isolation ----
+
+HardwareProfile PcieOnlyProfile() {
+  HardwareProfile p = profiles::kFunctional;
+  p.pcie_dma_read_latency = Nanoseconds(500);
+  p.pcie_dma_write_latency = Nanoseconds(200);
+  p.pcie_mmio_write_latency = Nanoseconds(100);
+  p.pcie_bandwidth = GigabitsPerSecond(64);  // 8 bytes per ns: easy arithmetic
+  return p;
+}
+
+TEST(PcieLink, DmaReadTakesLatencyPlusSerializationWithTlpHeaders) {
+  TwoNodeRig rig(PcieOnlyProfile());
+  TimePoint done{};
+  rig.a->Pcie().DmaRead(512, [&] { done = rig.events.Now(); });
+  rig.Run();
+  // 512 B = 2 completions of 256 B, each with a 20 B header: 552 B at 8 B/ns = 69 ns.
+  EXPECT_EQ(done, TimePoint{Nanoseconds(500 + 69)});
+}
+
+TEST(PcieLink, PostedWritesLandInIssueOrder) {
+  TwoNodeRig rig(PcieOnlyProfile());
+  std::vector<int> order;
+  rig.a->Pcie().DmaWrite(4096, [&] { order.push_back(1); });
+  rig.a->Pcie().DmaWrite(8, [&] { order.push_back(2); });
+  rig.Run();
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
+TEST(PcieLink, BackToBackWritesShareTheBandwidth) {
+  TwoNodeRig rig(PcieOnlyProfile());
+  TimePoint second{};
+  rig.a->Pcie().DmaWrite(232, [] {});  // 232 + 24 = 256 B = 32 ns on the link
+  rig.a->Pcie().DmaWrite(232, [&] { second = rig.events.Now(); });
+  rig.Run();
+  EXPECT_EQ(second, TimePoint{Nanoseconds(32 + 32 + 200)});
+}
+
+TEST(PcieLink, CountsTransfersAndBytes) {
+  TwoNodeRig rig(PcieOnlyProfile());
+  rig.a->Pcie().DmaRead(100, [] {});
+  rig.a->Pcie().DmaWrite(300, [] {});
+  rig.Run();
+  EXPECT_EQ(rig.a->Counters().dma_reads, 1u);
+  EXPECT_EQ(rig.a->Counters().dma_read_bytes, 100u);
+  EXPECT_EQ(rig.a->Counters().dma_writes, 1u);
+  EXPECT_EQ(rig.a->Counters().dma_write_bytes, 300u);
+}
+
+// ---- port and wire ----
+
+TEST(Port, PacketArrivesAfterSerializationAndPropagation) {
+  HardwareProfile p = profiles::kFunctional;
+  p.link_rate = GigabitsPerSecond(8);  // 1 byte per ns
+  p.packet_overhead_bytes = 50;
+  p.propagation_delay = Nanoseconds(7);
+  TwoNodeRig rig(p);
+  std::uint32_t id;
+  Packet& pkt = rig.network.Pool().Acquire(&id);
+  pkt.source_node = 0;
+  pkt.destination_node = 1;
+  pkt.opcode = PacketOpcode::kAcknowledge;
+  pkt.destination_qpn = Qpn{0xffff};  // no such QP: the completer drops it
+  pkt.payload.resize(100);
+  rig.a->GetPort().Transmit(id);
+  rig.Run();
+  EXPECT_EQ(rig.events.Now(), TimePoint{Nanoseconds(150 + 7)});
+  EXPECT_EQ(rig.b->Counters().packets_received, 1u);
+  EXPECT_EQ(rig.network.Pool().Allocated(), 1u);
+}
+
+TEST(Port, TransmitterSerializesPacketsBackToBack) {
+  HardwareProfile p = profiles::kFunctional;
+  p.link_rate = GigabitsPerSecond(8);
+  p.packet_overhead_bytes = 0;
+  TwoNodeRig rig(p);
+  for (int i = 0; i < 3; ++i) {
+    std::uint32_t id;
+    Packet& pkt = rig.network.Pool().Acquire(&id);
+    pkt.destination_node = 1;
+    pkt.opcode = PacketOpcode::kAcknowledge;
+    pkt.destination_qpn = Qpn{0xffff};
+    pkt.payload.resize(10);
+    rig.a->GetPort().Transmit(id);
+  }
+  EXPECT_EQ(rig.a->GetPort().TransmitFreeAt(), TimePoint{Nanoseconds(30)});
+  rig.Run();
+  EXPECT_EQ(rig.events.Now(), TimePoint{Nanoseconds(30)});
+}
+
+// ---- completion engine ----
+
+TEST(CompletionEngine, OwnerBitTogglesOnEveryPassOfTheRing) {
+  TwoNodeRig rig(profiles::kFunctional, /*cq_entries=*/2);
+  std::vector<std::uint8_t> src(8), dst(8);
+  const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, src.data(), src.size(), 0);
+  const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, dst.data(), dst.size(), access::kRemoteWrite | access::kLocalWrite);
+  std::vector<std::uint32_t> seen;
+  for (int i = 0; i < 5; ++i) {
+    rig.qp_a->Post(WqeOpcode::kWrite, {Sge(src.data(), 8, lkey)}, reinterpret_cast<std::uint64_t>(dst.data()), rkey.value);
+    rig.Run();
+    Cqe cqe;
+    ASSERT_TRUE(rig.cq_a->Poll(&cqe));
+    seen.push_back(cqe.wqe_counter);
+    EXPECT_EQ(rig.cq_a->entries[static_cast<std::uint32_t>(i) & 1].owner.load(), OwnerParity(static_cast<std::uint32_t>(i), 2));
+  }
+  EXPECT_EQ(seen, (std::vector<std::uint32_t>{0, 1, 2, 3, 4}));
+}
+
+TEST(CompletionEngine, SolicitedArmIgnoresPlainCompletionsButTakesErrors) {
+  TwoNodeRig rig;
+  std::vector<std::uint8_t> src(8), dst(8);
+  const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, src.data(), src.size(), 0);
+  const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, dst.data(), dst.size(), access::kRemoteWrite | access::kLocalWrite);
+  ASSERT_TRUE(rig.a->WriteDoorbell({Doorbell::Kind::kCqArm, CqArmKind::kSolicited, rig.cq_a->number.value, 0}));
+  rig.qp_a->Post(WqeOpcode::kWrite, {Sge(src.data(), 8, lkey)}, reinterpret_cast<std::uint64_t>(dst.data()), rkey.value);
+  rig.Run();
+  EXPECT_EQ(rig.interrupts_a, 0);
+  rig.qp_a->Post(WqeOpcode::kWrite, {Sge(src.data(), 8, lkey)}, reinterpret_cast<std::uint64_t>(dst.data()), 0);
+  rig.Run();
+  // The error also aborts the connection; exactly one of the events is the CQ notification.
+  int notifications = 0;
+  EventEntry e;
+  while (rig.events_a.TryPop(e)) notifications += e.type == EventType::kCqNotify;
+  EXPECT_EQ(notifications, 1);
+}
+
+// ---- requester ----
+
+TEST(Requester, ReadFenceStallsUntilEarlierReadsFinish) {
+  TwoNodeRig rig(profiles::kConnectX100GbeRoce);
+  std::vector<std::uint8_t> local(64), remote(64);
+  const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, local.data(), local.size(), access::kLocalWrite);
+  const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, remote.data(), remote.size(), access::kRemoteRead | access::kRemoteWrite);
+  rig.qp_a->Post(WqeOpcode::kRead, {Sge(local.data(), 8, lkey)}, reinterpret_cast<std::uint64_t>(remote.data()), rkey.value,
+                 wqe_flag::kSignaled, /*defer=*/true);
+  rig.qp_a->Post(WqeOpcode::kWrite, {Sge(local.data(), 8, lkey)}, reinterpret_cast<std::uint64_t>(remote.data()) + 8,
+                 rkey.value, wqe_flag::kSignaled | wqe_flag::kReadFence);
+  rig.Run();
+  EXPECT_EQ(rig.a->Counters().fence_stalls, 1u);
+  Cqe cqe;
+  ASSERT_TRUE(rig.cq_a->Poll(&cqe));
+  EXPECT_EQ(cqe.opcode, WqeOpcode::kRead);
+  ASSERT_TRUE(rig.cq_a->Poll(&cqe));
+  EXPECT_EQ(cqe.opcode, WqeOpcode::kWrite);
+  EXPECT_EQ(cqe.syndrome, CompletionSyndrome::kSuccess);
+}
+
+TEST(Requester, OutboundReadLimitBoundsReadsInFlight) {
+  TwoNodeRig rig(profiles::kConnectX100GbeRoce);
+  // Reconnect is not possible, so lower the limit through a fresh rig of QPs with ORD 1.
+  QpContext* qp = rig.a->FindQp(rig.qp_a->qpn);
+  ASSERT_NE(qp, nullptr);
+  qp->outbound_read_limit = 1;
+  std::vector<std::uint8_t> local(64), remote(64);
+  const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, local.data(), local.size(), access::kLocalWrite);
+  const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, remote.data(), remote.size(), access::kRemoteRead);
+  for (int i = 0; i < 3; ++i) {
+    rig.qp_a->Post(WqeOpcode::kRead, {Sge(local.data(), 8, lkey)}, reinterpret_cast<std::uint64_t>(remote.data()), rkey.value,
+                   wqe_flag::kSignaled, /*defer=*/i != 2);
+  }
+  std::uint32_t max_outstanding = 0;
+  rig.a->DrainDoorbells();
+  while (!rig.events.Empty()) {
+    rig.events.RunOne();
+    max_outstanding = std::max(max_outstanding, qp->requester.outstanding_reads);
+  }
+  EXPECT_EQ(max_outstanding, 1u);
+  int completions = 0;
+  Cqe cqe;
+  while (rig.cq_a->Poll(&cqe)) ++completions;
+  EXPECT_EQ(completions, 3);
+}
+
+}  // namespace
+}  // namespace ndksim::hw

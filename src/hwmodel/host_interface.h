@@ -221,7 +221,8 @@ enum class EventType : std::uint8_t {
   kManagement,      // a management datagram arrived: payload holds it
 };
 
-inline constexpr std::size_t kManagementPayloadBytes = 512;
+// Room for a connection-management header plus the largest private data a profile may allow.
+inline constexpr std::size_t kManagementPayloadBytes = 640;
 
 struct EventEntry {
   EventType type;

@@ -22,6 +22,31 @@ namespace ndksim::hw {
 namespace {
 constexpr std::uint32_t kFirstQpn = 0x40;  // low QPNs are reserved for special QPs on real NICs
 constexpr std::uint32_t kDoorbellFifoEntries = 1u << 16;
+// Finds a free slot in a context table, starting at `cursor` and growing the table up to `limit`
+// before reusing freed slots.
+template <typename T>
+bool AllocateSlot(std::vector<std::unique_ptr<T>>& table, std::size_t limit, std::size_t& cursor, std::size_t* out) {
+  if (table.size() < limit && cursor >= table.size()) {
+    table.emplace_back();
+    *out = table.size() - 1;
+    cursor = table.size();
+    return true;
+  }
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    const std::size_t slot = (cursor + i) % table.size();
+    if (!table[slot]) {
+      *out = slot;
+      cursor = slot + 1;
+      return true;
+    }
+  }
+  if (table.size() >= limit) return false;
+  table.emplace_back();
+  *out = table.size() - 1;
+  cursor = table.size();
+  return true;
+}
+
 }  // namespace
 
 Nic::Nic(NodeId id, const HardwareProfile& profile, EventQueue& events, Host& host, Network& network,
@@ -86,9 +111,7 @@ CommandStatus Nic::CreateCq(const CqCreate& create, CqNumber* out) {
     return CommandStatus::kInvalidArgument;
   }
   std::size_t slot = 0;
-  while (slot < cqs_.size() && cqs_[slot]) ++slot;
-  if (slot >= profile_.max_cqs) return CommandStatus::kNoResources;
-  if (slot == cqs_.size()) cqs_.emplace_back();
+  if (!AllocateSlot(cqs_, profile_.max_cqs, next_cq_slot_, &slot)) return CommandStatus::kNoResources;
   auto cq = std::make_unique<CqContext>();
   cq->number = CqNumber{static_cast<std::uint32_t>(slot + 1)};
   cq->memory = m;
@@ -132,9 +155,7 @@ CommandStatus Nic::CreateQp(const QpCreate& create, Qpn* out) {
   if (FindCq(create.send_cq) == nullptr || FindCq(create.receive_cq) == nullptr) return CommandStatus::kNotFound;
   if (create.send_queue.ring == nullptr || create.send_queue.stride_blocks == 0) return CommandStatus::kInvalidArgument;
   std::size_t slot = 0;
-  while (slot < qps_.size() && qps_[slot]) ++slot;
-  if (slot >= profile_.max_qps) return CommandStatus::kNoResources;
-  if (slot == qps_.size()) qps_.emplace_back();
+  if (!AllocateSlot(qps_, profile_.max_qps, next_qp_slot_, &slot)) return CommandStatus::kNoResources;
   auto qp = std::make_unique<QpContext>();
   qp->qpn = Qpn{static_cast<std::uint32_t>(slot) + kFirstQpn};
   qp->state = QpState::kReset;

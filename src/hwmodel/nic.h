@@ -217,6 +217,10 @@ class Nic {
   std::vector<std::unique_ptr<QpContext>> qps_;  // index = QPN - kFirstQpn
   std::vector<std::unique_ptr<CqContext>> cqs_;
   std::uint32_t next_pd_ = 1;
+  // Slots are handed out round robin, so a destroyed QP's or CQ's number is reused only after the
+  // table wraps, not while stale CQEs for it may still sit in a CQ.
+  std::size_t next_qp_slot_ = 0;
+  std::size_t next_cq_slot_ = 0;
 
   std::unique_ptr<PcieLink> pcie_;
   std::unique_ptr<DoorbellUnit> doorbell_unit_;
