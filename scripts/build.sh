@@ -10,6 +10,7 @@ dir="build"
 [ -n "$sanitize" ] && dir="build-${sanitize//,/-}"
 jobs="${NDKSIM_JOBS:-$(nproc)}"
 
-cmake -S . -B "$dir" -G Ninja -DNDKSIM_SANITIZE="$sanitize" "$@" >/dev/null
-cmake --build "$dir" -j "$jobs"
+# Build output goes to stderr; stdout carries only the build directory, for the other scripts.
+cmake -S . -B "$dir" -G Ninja -DNDKSIM_SANITIZE="$sanitize" "$@" >&2
+cmake --build "$dir" -j "$jobs" >&2
 echo "$dir"

@@ -146,6 +146,7 @@ class QpPair {
     Connect();
   }
   ~QpPair() {
+    CloseExtras();
     Close(a_);
     Close(b_);
   }
@@ -176,6 +177,22 @@ class QpPair {
     while (QpEnd::Poll(cq, out) > 0) {
     }
     return out;
+  }
+
+  // One more connected QP on each side, sharing that side's PD and CQs (for workloads over several
+  // connections). Its QPContext is the side's QpEnd, like the first QP's. Closed with the pair.
+  struct ExtraQps {
+    NDK_QP* a = nullptr;
+    NDK_QP* b = nullptr;
+  };
+  ExtraQps AddConnectedQps() {
+    Extra e;
+    e.qa = CreateQp(a_);
+    e.qb = CreateQp(b_);
+    Check("NdkCreateConnector", a_.adapter->Dispatch->NdkCreateConnector(a_.adapter, nullptr, nullptr, &e.ca));
+    extras_.push_back(e);
+    extras_.back().cb = ConnectOne(e.qa, e.ca, e.qb);
+    return ExtraQps{e.qa, e.qb};
   }
 
   // Fills `addr` with the IPv4 or IPv6 address of side `end` and `port`; returns its length.
@@ -226,11 +243,7 @@ class QpPair {
                                            nullptr, &end.initiator_cq));
     }
     Check("NdkCreatePd", ad->NdkCreatePd(end.adapter, nullptr, nullptr, &end.pd));
-    Check("NdkCreateQp",
-          end.pd->Dispatch->NdkCreateQp(end.pd, end.receive_cq, end.initiator_cq, end.qp_context,
-                                        config_.receive_queue_depth, config_.initiator_queue_depth,
-                                        config_.max_receive_sge, config_.max_initiator_sge, config_.inline_data_size,
-                                        nullptr, nullptr, &end.qp));
+    end.qp = CreateQp(end);
     Check("NdkCreateConnector", ad->NdkCreateConnector(end.adapter, nullptr, nullptr, &end.connector));
   }
 
@@ -245,32 +258,60 @@ class QpPair {
     // the connector that accepts.
     b_.connector->Dispatch->NdkCloseConnector(&b_.connector->Header, nullptr, nullptr);
     b_.connector = nullptr;
+    b_.connector = ConnectOne(a_.qp, a_.connector, b_.qp);
+  }
 
+  // Connects `qa` (through connector `ca`) to the listener, accepts with `qb`, and returns b's
+  // connector.
+  NDK_CONNECTOR* ConnectOne(NDK_QP* qa, NDK_CONNECTOR* ca, NDK_QP* qb) {
+    incoming_ = nullptr;
     SOCKADDR_INET src;
     SOCKADDR_INET dst;
     const ULONG src_len = Address(a_, 0, &src);
     const ULONG dst_len = Address(b_, config_.port, &dst);
     NTSTATUS connect_status = STATUS_PENDING;
-    NTSTATUS s = a_.connector->Dispatch->NdkConnect(
-        a_.connector, a_.qp, reinterpret_cast<PSOCKADDR>(&src), src_len, reinterpret_cast<PSOCKADDR>(&dst), dst_len,
-        config_.inbound_read_limit, config_.outbound_read_limit, nullptr, 0, OnRequestDone, &connect_status);
+    NTSTATUS s = ca->Dispatch->NdkConnect(ca, qa, reinterpret_cast<PSOCKADDR>(&src), src_len,
+                                          reinterpret_cast<PSOCKADDR>(&dst), dst_len, config_.inbound_read_limit,
+                                          config_.outbound_read_limit, nullptr, 0, OnRequestDone, &connect_status);
     if (s != STATUS_PENDING) connect_status = s;
     fabric_.RunUntil([&] { return incoming_ != nullptr || connect_status != STATUS_PENDING; });
     if (incoming_ == nullptr) Check("NdkConnect", connect_status == STATUS_PENDING ? STATUS_IO_TIMEOUT : connect_status);
-    b_.connector = incoming_;
+    NDK_CONNECTOR* cb = incoming_;
     NTSTATUS accept_status = STATUS_PENDING;
-    s = b_.connector->Dispatch->NdkAccept(b_.connector, b_.qp, config_.inbound_read_limit, config_.outbound_read_limit,
-                                          nullptr, 0, OnDisconnect, &b_, OnRequestDone, &accept_status);
+    s = cb->Dispatch->NdkAccept(cb, qb, config_.inbound_read_limit, config_.outbound_read_limit, nullptr, 0,
+                                OnDisconnect, &b_, OnRequestDone, &accept_status);
     if (s != STATUS_PENDING) accept_status = s;
     Check("NdkAccept", accept_status == STATUS_PENDING ? STATUS_SUCCESS : accept_status);
     fabric_.RunUntil([&] { return connect_status != STATUS_PENDING; });
     Check("NdkConnect", connect_status);
     NTSTATUS complete_status = STATUS_PENDING;
-    s = a_.connector->Dispatch->NdkCompleteConnect(a_.connector, OnDisconnect, &a_, OnRequestDone, &complete_status);
+    s = ca->Dispatch->NdkCompleteConnect(ca, OnDisconnect, &a_, OnRequestDone, &complete_status);
     if (s != STATUS_PENDING) complete_status = s;
     fabric_.RunUntil([&] { return complete_status != STATUS_PENDING && accept_status != STATUS_PENDING; });
     Check("NdkCompleteConnect", complete_status);
     Check("NdkAccept", accept_status);
+    return cb;
+  }
+
+  NDK_QP* CreateQp(QpEnd& end) {
+    NDK_QP* qp = nullptr;
+    Check("NdkCreateQp",
+          end.pd->Dispatch->NdkCreateQp(end.pd, end.receive_cq, end.initiator_cq, end.qp_context,
+                                        config_.receive_queue_depth, config_.initiator_queue_depth,
+                                        config_.max_receive_sge, config_.max_initiator_sge, config_.inline_data_size,
+                                        nullptr, nullptr, &qp));
+    return qp;
+  }
+
+  void CloseExtras() {
+    for (Extra& e : extras_) {
+      if (e.ca != nullptr) e.ca->Dispatch->NdkCloseConnector(&e.ca->Header, nullptr, nullptr);
+      if (e.cb != nullptr) e.cb->Dispatch->NdkCloseConnector(&e.cb->Header, nullptr, nullptr);
+      e.qa->Dispatch->NdkCloseQp(&e.qa->Header, nullptr, nullptr);
+      e.qb->Dispatch->NdkCloseQp(&e.qb->Header, nullptr, nullptr);
+    }
+    extras_.clear();
+    fabric_.RunUntilIdle();
   }
 
   void Close(QpEnd& end) {
@@ -296,6 +337,13 @@ class QpPair {
   QpEnd b_;
   NDK_LISTENER* listener_ = nullptr;
   NDK_CONNECTOR* incoming_ = nullptr;
+  struct Extra {
+    NDK_QP* qa = nullptr;
+    NDK_QP* qb = nullptr;
+    NDK_CONNECTOR* ca = nullptr;
+    NDK_CONNECTOR* cb = nullptr;
+  };
+  std::vector<Extra> extras_;
 };
 
 }  // namespace ndksim
