@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The main job: builds ndksim and runs the ping-pong example on the default hardware profile.
-# Extra arguments are passed to the program.
+# The main job: builds ndksim and runs ndksim-perf, the perftest-like tool, on the default hardware
+# profile. Extra arguments go to ndksim-perf (see `--help`); the examples are in build/examples/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=$(scripts/build.sh | tail -n 1)
-"$dir/examples/ping_pong" "$@"
+"$dir/bench/ndksim-perf" "$@"
