@@ -74,6 +74,10 @@ bool ParseOptions(int argc, char** argv, Options* o) {
       return true;
     };
     long long n = 0;
+    if (a == "--help" || a == "-h") {
+      Usage();
+      std::exit(0);
+    }
     if (a == "--op") {
       const char* v = value();
       if (v == nullptr) return false;
