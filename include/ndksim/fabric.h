@@ -20,9 +20,21 @@ namespace hw {
 class Nic;
 }
 
+// How the provider completes a call that may complete asynchronously (ref §3.0, §4.5): every
+// create, request (listen, connect failure, complete-connect, register/deregister MR, resize CQ,
+// ...) and close that the consumer gave a completion callback. Calls without a callback always
+// complete inline. Connect, accept and disconnect pend by nature in every mode.
+enum class AsyncCompletion : std::uint8_t {
+  kInline,        // complete inline whenever the call allows it (the default)
+  kPending,       // return STATUS_PENDING and call back from a DPC, after the call returned
+  kPendingInCall, // call back from inside the call, then return STATUS_PENDING (ref §4.4 example)
+  kMixed,         // per call, a seeded choice between kInline and kPending
+};
+
 struct FabricConfig {
   std::uint64_t seed = 1;  // every random choice of the model derives from it
   HardwareProfile profile = profiles::kConnectX100GbeRoce;
+  AsyncCompletion async_completion = AsyncCompletion::kInline;
 };
 
 struct NodeConfig {

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -80,6 +81,9 @@ struct QpPairConfig {
   bool ipv6 = false;         // connect over IPv6 addresses instead of IPv4
   bool shared_cq = false;    // one CQ per side for receive and initiator completions
   ULONG cq_depth = 1024;
+  // Every QP of a side takes its receives from one SRQ of this depth (NdkCreateQpWithSrq);
+  // 0: each QP has its own receive queue.
+  ULONG srq_depth = 0;
   ULONG receive_queue_depth = 256;
   ULONG initiator_queue_depth = 256;
   ULONG max_receive_sge = 8;
@@ -98,17 +102,26 @@ struct QpEnd {
   NDK_CQ* receive_cq = nullptr;
   NDK_CQ* initiator_cq = nullptr;
   NDK_QP* qp = nullptr;
+  NDK_SRQ* srq = nullptr;       // with QpPairConfig::srq_depth
+  int srq_notifications = 0;    // calls of the SRQ notification callback
+  NTSTATUS last_srq_status = STATUS_SUCCESS;
   NDK_CONNECTOR* connector = nullptr;
   void* qp_context = nullptr;   // the QPContext given to NdkCreateQp
   int disconnect_events = 0;    // calls of the disconnect-event callback
   int cq_notifications = 0;     // calls of the CQ notification callback
   NTSTATUS last_cq_status = STATUS_SUCCESS;
+  // Called (after counting) from the CQ notification callback of this side's CQs, if set: lets a
+  // test poll, post or re-arm from inside the callback.
+  std::function<void(NTSTATUS)> on_cq_notification;
 
   NTSTATUS Send(void* ctx, std::span<const NDK_SGE> sgl, ULONG flags = 0) {
     return qp->Dispatch->NdkSend(qp, ctx, sgl.data(), static_cast<ULONG>(sgl.size()), flags);
   }
   NTSTATUS Receive(void* ctx, std::span<const NDK_SGE> sgl) {
     return qp->Dispatch->NdkReceive(qp, ctx, sgl.data(), static_cast<ULONG>(sgl.size()));
+  }
+  NTSTATUS SrqReceive(void* ctx, std::span<const NDK_SGE> sgl) {
+    return srq->Dispatch->NdkSrqReceive(srq, ctx, sgl.data(), static_cast<ULONG>(sgl.size()));
   }
   NTSTATUS Write(void* ctx, std::span<const NDK_SGE> sgl, UINT64 raddr, UINT32 rtoken, ULONG flags = 0) {
     return qp->Dispatch->NdkWrite(qp, ctx, sgl.data(), static_cast<ULONG>(sgl.size()), raddr, rtoken, flags);
@@ -216,6 +229,12 @@ class QpPair {
     auto* end = static_cast<QpEnd*>(ctx);
     ++end->cq_notifications;
     end->last_cq_status = status;
+    if (end->on_cq_notification) end->on_cq_notification(status);
+  }
+  static void OnSrqNotify(PVOID ctx, NTSTATUS status) {
+    auto* end = static_cast<QpEnd*>(ctx);
+    ++end->srq_notifications;
+    end->last_srq_status = status;
   }
   static void OnDisconnect(PVOID ctx) { ++static_cast<QpEnd*>(ctx)->disconnect_events; }
   static void OnConnectEvent(PVOID ctx, NDK_CONNECTOR* connector) {
@@ -243,6 +262,10 @@ class QpPair {
                                            nullptr, &end.initiator_cq));
     }
     Check("NdkCreatePd", ad->NdkCreatePd(end.adapter, nullptr, nullptr, &end.pd));
+    if (config_.srq_depth != 0) {
+      Check("NdkCreateSrq", end.pd->Dispatch->NdkCreateSrq(end.pd, config_.srq_depth, config_.max_receive_sge, 0,
+                                                           OnSrqNotify, &end, nullptr, nullptr, nullptr, &end.srq));
+    }
     end.qp = CreateQp(end);
     Check("NdkCreateConnector", ad->NdkCreateConnector(end.adapter, nullptr, nullptr, &end.connector));
   }
@@ -295,6 +318,13 @@ class QpPair {
 
   NDK_QP* CreateQp(QpEnd& end) {
     NDK_QP* qp = nullptr;
+    if (end.srq != nullptr) {
+      Check("NdkCreateQpWithSrq",
+            end.pd->Dispatch->NdkCreateQpWithSrq(end.pd, end.receive_cq, end.initiator_cq, end.srq, end.qp_context,
+                                                 config_.initiator_queue_depth, config_.max_initiator_sge,
+                                                 config_.inline_data_size, nullptr, nullptr, &qp));
+      return qp;
+    }
     Check("NdkCreateQp",
           end.pd->Dispatch->NdkCreateQp(end.pd, end.receive_cq, end.initiator_cq, end.qp_context,
                                         config_.receive_queue_depth, config_.initiator_queue_depth,
@@ -317,6 +347,7 @@ class QpPair {
   void Close(QpEnd& end) {
     if (end.connector != nullptr) end.connector->Dispatch->NdkCloseConnector(&end.connector->Header, nullptr, nullptr);
     if (end.qp != nullptr) end.qp->Dispatch->NdkCloseQp(&end.qp->Header, nullptr, nullptr);
+    if (end.srq != nullptr) end.srq->Dispatch->NdkCloseSrq(&end.srq->Header, nullptr, nullptr);
     if (end.pd != nullptr) end.pd->Dispatch->NdkClosePd(&end.pd->Header, nullptr, nullptr);
     if (end.initiator_cq != nullptr && end.initiator_cq != end.receive_cq) {
       end.initiator_cq->Dispatch->NdkCloseCq(&end.initiator_cq->Header, nullptr, nullptr);

@@ -76,6 +76,18 @@ struct HardwareProfile {
   std::uint32_t max_qps = 0;           // QP table entries in the NIC
   std::uint32_t max_cqs = 0;
   std::uint32_t max_mrs = 0;           // protection table entries
+
+  // ---- optional capabilities (NDK_ADAPTER_INFO.AdapterFlags) ----
+  // The completion engine can delay notifications (NdkControlCqInterruptModeration, ref §3.14);
+  // without it the call returns STATUS_NOT_SUPPORTED and the adapter flag is clear.
+  bool cq_interrupt_moderation = true;
+  // RDMA read destinations need NDK_MR_FLAG_RDMA_READ_SINK / NDK_OP_FLAG_RDMA_READ_SINK (ref §1.7,
+  // §3.3). iWARP RNICs need it (the sink is an STag advertised to the peer); IB/RoCE do not, and
+  // then report NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED.
+  bool read_sink_required = false;
+  // Honours NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE and reports
+  // NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED (ref §1.4, §1.7).
+  bool read_local_invalidate = true;
 };
 
 // Every problem found in `p`, one message per bad field naming it; empty when valid.
@@ -94,6 +106,9 @@ namespace profiles {
 
 // A ConnectX-class 100 GbE RoCEv2 RNIC on PCIe Gen3 x16 (the default).
 extern const HardwareProfile kConnectX100GbeRoce;
+// An iWARP personality of the same NIC: read sinks need the READ_SINK right (ref §1.7) and
+// reads cannot invalidate locally.
+extern const HardwareProfile kIWarp;
 // Zero-delay functional model: every block completes at once; for fast unit tests.
 extern const HardwareProfile kFunctional;
 

@@ -40,10 +40,11 @@ bool ScatterPayload(Nic& nic, const QpContext& qp, const WqeDescriptor& d, std::
       continue;
     }
     const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(sge.length - skip, length));
-    const TranslationResult t =
-        nic.Tpt().Check(MemoryKey{sge.local_key}, qp.pd, sge.address + skip, n, access::kLocalWrite);
-    if (!t.Ok()) return false;
-    std::memcpy(t.host, data, n);
+    // ref §3.3: read sinks need the read-sink right where the profile requires it.
+    if (!nic.Tpt().CopyTo(MemoryKey{sge.local_key}, qp.pd, sge.address + skip, data, n,
+                          access::kLocalWrite | access::kReadSink)) {
+      return false;
+    }
     data += n;
     length -= n;
     skip = 0;
@@ -156,6 +157,11 @@ void Completer::OnReadResponse(QpContext& qp, std::uint32_t packet_id) {
       return;
     }
     if (!last) return;
+    if ((rd.control.flags & wqe_flag::kReadLocalInvalidate) && rd.control.sge_count > 0) {
+      // ref §1.4: a successful read invalidates the token of its first local SGE. A token that
+      // cannot be invalidated (an NdkRegisterMr region) is left alone.
+      (void)nic_.Tpt().Invalidate(MemoryKey{rd.sges[0].local_key}, q->pd);
+    }
     rd.state = DescriptorState::kCompleted;
     nic_.Req().OnReadRetired(*q);
     Retire(*q);
@@ -220,6 +226,11 @@ void Completer::CompleteWithError(QpContext& qp, std::uint32_t counter, Completi
                           syndrome == CompletionSyndrome::kRemoteInvalidRequest ||
                           syndrome == CompletionSyndrome::kRemoteOperationError;
   nic_.EnterQpError(qp, peer_knows ? QpErrorCause::kRemote : QpErrorCause::kLocal);
+}
+
+void Completer::CompleteLocal(QpContext& qp, std::uint32_t counter) {
+  qp.Descriptor(counter).state = DescriptorState::kCompleted;
+  Retire(qp);
 }
 
 void Completer::FlushFetched(QpContext& qp) {

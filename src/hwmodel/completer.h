@@ -23,6 +23,9 @@ class Completer {
   // Completes WQE `counter` with `syndrome`, then moves the QP to the error state (which flushes
   // every other WQE). The peer is told when the error was found locally.
   void CompleteWithError(QpContext& qp, std::uint32_t counter, CompletionSyndrome syndrome);
+  // A local operation (bind, fast register, invalidate) of WQE `counter` finished successfully:
+  // it retires in posting order behind earlier WQEs still awaiting acknowledgement.
+  void CompleteLocal(QpContext& qp, std::uint32_t counter);
   // Completes every fetched, unfinished WQE of a QP in error as flushed.
   void FlushFetched(QpContext& qp);
   // Starts the ACK timer if WQEs await acknowledgement and it is not running.

@@ -28,6 +28,11 @@ void CompletionEngine::Land(CqNumber number, const CompletionRecord& record) {
     cq->dead = true;
     cq->error_status = 0;
     cq->error_pending = true;
+    if (cq->moderation_pending) {
+      // The arm a held-back notification satisfied is reported with the overrun instead.
+      cq->moderation_pending = false;
+      cq->arm = CqArmKind::kErrors;
+    }
     ReportError(*cq);
     // Every QP attached to the CQ becomes unusable (ref §3.13).
     nic_.ForEachQp([&](QpContext& qp) {
@@ -54,8 +59,51 @@ void CompletionEngine::Land(CqNumber number, const CompletionRecord& record) {
   if (error || solicited) cq->notify_index = cq->producer_index;
   NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), CompletionEngine, "cq {} cqe {} qp {} wqe {} {} {}",
                number.value, index, record.qpn, record.wqe_counter, Name(record.opcode), Name(record.syndrome));
+  if (cq->moderation_pending) {
+    // A held-back notification counts completions towards its moderation count (ref §3.14).
+    if (++cq->moderation_seen >= cq->moderation.count) Notify(*cq);
+    return;
+  }
   // Error completions satisfy a SOLICITED arm as well as ANY (ref §4.2).
-  if (cq->arm == CqArmKind::kAny || (cq->arm == CqArmKind::kSolicited && (error || solicited))) Notify(*cq);
+  if (cq->arm == CqArmKind::kAny || (cq->arm == CqArmKind::kSolicited && (error || solicited))) Satisfy(*cq, 1);
+}
+
+void CompletionEngine::Satisfy(CqContext& cq, std::uint32_t completions) {
+  cq.arm = CqArmKind::kNone;  // one-shot: cleared when triggered (ref §4.2)
+  const CqModeration& m = cq.moderation;
+  if (!m.Active() || completions >= m.count) {
+    Notify(cq);
+    return;
+  }
+  cq.moderation_pending = true;
+  cq.moderation_seen = completions;
+  if (m.interval_us == CqModeration::kUnlimited) return;  // count-only
+  const std::uint64_t generation = ++cq.moderation_generation;
+  const CqNumber number = cq.number;
+  events_.ScheduleAfter(Microseconds(m.interval_us), EventPriority::kTimer,
+                        [this, number, generation] { OnModerationTimer(number, generation); });
+}
+
+void CompletionEngine::OnModerationTimer(CqNumber number, std::uint64_t generation) {
+  CqContext* cq = nic_.FindCq(number);
+  if (cq == nullptr || !cq->moderation_pending || cq->moderation_generation != generation) return;
+  Notify(*cq);
+}
+
+void CompletionEngine::SetModeration(CqContext& cq, const CqModeration& moderation) {
+  cq.moderation = moderation;
+  if (!cq.moderation_pending) return;
+  // Latest call wins (ref §3.14): a held-back notification is judged by the new setting, and
+  // never waits longer than the new interval from now.
+  if (!moderation.Active() || cq.moderation_seen >= moderation.count) {
+    Notify(cq);
+    return;
+  }
+  const std::uint64_t generation = ++cq.moderation_generation;
+  if (moderation.interval_us == CqModeration::kUnlimited) return;
+  const CqNumber number = cq.number;
+  events_.ScheduleAfter(Microseconds(moderation.interval_us), EventPriority::kTimer,
+                        [this, number, generation] { OnModerationTimer(number, generation); });
 }
 
 void CompletionEngine::Arm(CqNumber number, CqArmKind kind, std::uint32_t consumer_index) {
@@ -68,15 +116,18 @@ void CompletionEngine::Arm(CqNumber number, CqArmKind kind, std::uint32_t consum
   }
   // Entries the host has not consumed yet satisfy the arm at once (ref §4.2: fire immediately when
   // completions arrived since the last notification; this also closes the poll-then-arm race).
+  if (cq->moderation_pending) return;  // a notification is already on its way
   const bool unread_any = cq->producer_index != consumer_index;
   const bool unread_solicited = static_cast<std::int32_t>(cq->notify_index - consumer_index) > 0;
   if ((cq->arm == CqArmKind::kAny && unread_any) || (cq->arm == CqArmKind::kSolicited && unread_solicited)) {
-    Notify(*cq);
+    Satisfy(*cq, cq->producer_index - consumer_index);
   }
 }
 
 void CompletionEngine::Notify(CqContext& cq) {
   cq.arm = CqArmKind::kNone;  // one-shot
+  cq.moderation_pending = false;
+  ++cq.moderation_generation;  // a moderation timer still running has nothing left to do
   EventEntry e{};
   e.type = EventType::kCqNotify;
   e.object = cq.number.value;
@@ -95,9 +146,23 @@ void CompletionEngine::ReportError(CqContext& cq) {
 }
 
 void CompletionEngine::FlushReceives(QpContext& qp) {
+  ResponderState& r = qp.responder;
+  if (qp.srq.value != 0) {
+    // SRQ WQEs belong to the SRQ, not the QP (ref §3.9): only one this QP had already taken for
+    // a message it will never finish completes, flushed; the rest stay for other QPs.
+    if (!r.in_message) return;
+    r.in_message = false;
+    CompletionRecord rec;
+    rec.qpn = qp.qpn.value;
+    rec.wqe_counter = r.receive_wqe;
+    rec.opcode = WqeOpcode::kReceive;
+    rec.syndrome = CompletionSyndrome::kFlushed;
+    rec.flags = cqe_flag::kReceive | cqe_flag::kSrq;
+    Post(qp.receive_cq, rec);
+    return;
+  }
   const WorkQueue& rq = qp.receive_queue;
   if (rq.ring == nullptr) return;
-  ResponderState& r = qp.responder;
   const std::uint32_t published = rq.ring->PublishedProducerIndex();
   while (published - r.receive_counter * rq.stride_blocks >= rq.stride_blocks) {
     CompletionRecord rec;

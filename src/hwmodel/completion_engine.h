@@ -38,9 +38,14 @@ class CompletionEngine {
   void Arm(CqNumber cq, CqArmKind kind, std::uint32_t consumer_index);
   // Completes every receive WQE the host has published on a QP in error as flushed.
   void FlushReceives(QpContext& qp);
+  // Interrupt moderation of `cq` (ref §3.14); the latest setting wins at once.
+  void SetModeration(CqContext& cq, const CqModeration& moderation);
 
  private:
   void Land(CqNumber cq, const CompletionRecord& record);
+  // An arm is satisfied by `completions` unread CQEs: notify now or hold back (moderation).
+  void Satisfy(CqContext& cq, std::uint32_t completions);
+  void OnModerationTimer(CqNumber cq, std::uint64_t generation);
   void Notify(CqContext& cq);
   void ReportError(CqContext& cq);
 

@@ -60,7 +60,8 @@ struct ResponderState {
   bool in_message = false;        // between First and Last of a send or write
   PacketOpcode message_kind = PacketOpcode::kSendOnly;
   // Current receive WQE (sends).
-  std::uint32_t receive_counter = 0;  // receive WQEs consumed
+  std::uint32_t receive_counter = 0;  // receive WQEs consumed from the QP's own receive queue
+  std::uint32_t receive_wqe = 0;      // number of the current WQE in its queue (RQ or SRQ)
   std::uint32_t receive_sge_count = 0;
   std::array<WqeDataSegment, kMaxSge> receive_sges{};
   std::uint64_t receive_capacity = 0;
@@ -100,12 +101,23 @@ struct QpContext {
   std::uint32_t outbound_read_limit = 0;
   bool receive_flushed_all = false;
   std::uint32_t receive_flushed_to = 0;  // receive WQEs flushed so far (error state)
+  SrqNumber srq;                         // receives come from this SRQ (0: own receive queue)
 
   RequesterState requester;
   ResponderState responder;
   CompleterState completer;
 
   WqeDescriptor& Descriptor(std::uint32_t counter) { return requester.descriptors[counter % kDescriptorSlots]; }
+};
+
+// A shared receive queue: receive WQEs any attached QP takes, in posting order.
+struct SrqContext {
+  SrqNumber number;
+  PdNumber pd;
+  WorkQueue queue;
+  std::uint32_t consumed = 0;  // WQEs taken so far
+  std::uint32_t limit = 0;     // notify when fewer than this many WQEs are queued
+  bool armed = false;          // the limit notification is one-shot
 };
 
 struct CqContext {
@@ -119,6 +131,12 @@ struct CqContext {
   bool error_pending = false;           // error not yet reported through an arm
   std::uint32_t error_status = 0;       // 0 overrun, 1 fatal
   std::uint32_t in_flight = 0;          // CQE writes issued but not yet landed
+  // Interrupt moderation (ref §3.14): a notification that satisfied an arm waits until
+  // `moderation_count` completions have accumulated or `moderation_interval` has passed.
+  CqModeration moderation;
+  bool moderation_pending = false;      // an arm is satisfied, its notification is held back
+  std::uint32_t moderation_seen = 0;    // completions counted towards moderation_count
+  std::uint64_t moderation_generation = 0;  // stale moderation timers compare against this
 };
 
 }  // namespace ndksim::hw

@@ -111,7 +111,8 @@ Node& Fabric::AddNode(const NodeConfig& config) {
                                         impl_->tracer, impl_->config.seed);
   for (const auto& a : addresses) impl->nic->AddAddress(a);
   impl_->network.Attach(*impl->nic);
-  impl->driver = std::make_unique<provider::Driver>(*impl->nic, *impl->host, impl_->tracer);
+  impl->driver = std::make_unique<provider::Driver>(*impl->nic, *impl->host, impl_->tracer,
+                                                   impl_->config.async_completion, impl_->config.seed);
   impl_->nodes.push_back(std::make_unique<Node>(std::move(impl)));
   return *impl_->nodes.back();
 }

@@ -28,6 +28,10 @@ struct PdNumber {
   std::uint32_t value = 0;
   constexpr auto operator<=>(const PdNumber&) const = default;
 };
+struct SrqNumber {  // 0 = none (a QP with its own receive queue)
+  std::uint32_t value = 0;
+  constexpr auto operator<=>(const SrqNumber&) const = default;
+};
 
 // A memory token: the index of the entry in the NIC's protection table and a key byte that the
 // NIC changes on every (re)registration, so a stale token stops matching.
@@ -114,6 +118,26 @@ static_assert(sizeof(WqeDataSegment) == kWqeSegmentBytes);
 
 inline constexpr std::size_t kSendWqeHeaderSegments = 2;  // control + remote
 
+// Memory-operation WQEs (Bind, FastRegister, LocalInvalidate) use the same header: the control
+// segment's invalidate_key holds the target token (the window's or region's token with the key
+// byte the operation installs, or the token to invalidate); WqeRemote holds the virtual address
+// (remote_address), the region a window binds inside (remote_key) and, for FastRegister, the FBO
+// (reserved). Bind and FastRegister add data-segment slots (sge_count 1 or 2) whose length field
+// (offset 8) is 0, so that WQE fetch, which sums SGE lengths, sees a zero-byte request.
+struct WqeMemorySegment {  // data slot 0 of Bind and FastRegister
+  std::uint64_t length;    // bytes of the window or registration
+  std::uint32_t zero;      // the data segment's length field: always 0
+  std::uint32_t access;    // access:: bits granted
+};
+static_assert(sizeof(WqeMemorySegment) == kWqeSegmentBytes);
+
+struct WqePageListSegment {  // data slot 1 of FastRegister
+  std::uint64_t page_list;   // host address of the page array (8-byte logical page addresses)
+  std::uint32_t zero;        // the data segment's length field: always 0
+  std::uint32_t page_count;
+};
+static_assert(sizeof(WqePageListSegment) == kWqeSegmentBytes);
+
 // A work queue in host memory: a ring of basic blocks plus the stride of its WQEs. The ring's
 // published producer index is the queue's doorbell record: the NIC reads it when it is told to
 // (a doorbell) or, for receive queues, when it needs a receive WQE.
@@ -166,6 +190,7 @@ namespace cqe_flag {
 inline constexpr std::uint8_t kReceive = 0x01;      // completion of a receive-queue WQE
 inline constexpr std::uint8_t kInvalidated = 0x02;  // invalidated_key is valid (send-with-invalidate)
 inline constexpr std::uint8_t kSolicited = 0x04;    // the incoming send carried the solicited bit
+inline constexpr std::uint8_t kSrq = 0x08;          // wqe_counter names a WQE of the QP's SRQ
 }  // namespace cqe_flag
 
 // One CQE. The completion engine writes every field, then the owner byte with a release store; the
@@ -219,6 +244,7 @@ enum class EventType : std::uint8_t {
   kQpFatal,         // QP entered the error state on its own: object = QPN
   kConnectionAbort, // peer aborted or terminated the connection: object = QPN
   kManagement,      // a management datagram arrived: payload holds it
+  kSrqLimit,        // an armed SRQ's queued receives fell below its limit: object = SRQ number
 };
 
 // Room for a connection-management header plus the largest private data a profile may allow.

@@ -123,15 +123,30 @@ CommandStatus Nic::CreateCq(const CqCreate& create, CqNumber* out) {
   return CommandStatus::kOk;
 }
 
-CommandStatus Nic::ResizeCq(CqNumber number, const CompletionQueueMemory& memory) {
+CommandStatus Nic::ResizeCq(CqNumber number, const CompletionQueueMemory& memory, std::uint32_t queued) {
   CqContext* cq = FindCq(number);
   if (cq == nullptr) return CommandStatus::kNotFound;
-  if (memory.entries == nullptr || (memory.entry_count & (memory.entry_count - 1)) != 0) {
+  if (memory.entries == nullptr || memory.consumer_index == nullptr || memory.entry_count == 0 ||
+      (memory.entry_count & (memory.entry_count - 1)) != 0 || queued > memory.entry_count) {
     return CommandStatus::kInvalidArgument;
   }
+  // acquire: pairs with the driver's release store after its last read of the old ring.
+  const std::uint32_t old_consumer = cq->memory.consumer_index->load(std::memory_order_acquire);
+  if (cq->producer_index - old_consumer != queued) return CommandStatus::kInvalidState;
+  // An unread solicited or error CQE still satisfies a SOLICITED arm after the move.
+  const bool unread_solicited = static_cast<std::int32_t>(cq->notify_index - old_consumer) > 0;
+  const std::uint32_t new_consumer = memory.consumer_index->load(std::memory_order_acquire);
   cq->memory = memory;
-  cq->producer_index = memory.consumer_index->load(std::memory_order_acquire);
-  cq->notify_index = cq->producer_index;
+  cq->producer_index = new_consumer + queued;
+  cq->notify_index = unread_solicited ? cq->producer_index : new_consumer;
+  return CommandStatus::kOk;
+}
+
+CommandStatus Nic::ModerateCq(CqNumber number, const CqModeration& moderation) {
+  CqContext* cq = FindCq(number);
+  if (cq == nullptr) return CommandStatus::kNotFound;
+  if (!profile_.cq_interrupt_moderation) return CommandStatus::kInvalidState;
+  completion_engine_->SetModeration(*cq, moderation);
   return CommandStatus::kOk;
 }
 
@@ -154,6 +169,11 @@ CommandStatus Nic::FreePd(PdNumber) { return CommandStatus::kOk; }
 CommandStatus Nic::CreateQp(const QpCreate& create, Qpn* out) {
   if (FindCq(create.send_cq) == nullptr || FindCq(create.receive_cq) == nullptr) return CommandStatus::kNotFound;
   if (create.send_queue.ring == nullptr || create.send_queue.stride_blocks == 0) return CommandStatus::kInvalidArgument;
+  if (create.srq.value != 0) {
+    const SrqContext* srq = FindSrq(create.srq);
+    if (srq == nullptr) return CommandStatus::kNotFound;
+    if (srq->pd != create.pd) return CommandStatus::kInvalidArgument;
+  }
   std::size_t slot = 0;
   if (!AllocateSlot(qps_, profile_.max_qps, next_qp_slot_, &slot)) return CommandStatus::kNoResources;
   auto qp = std::make_unique<QpContext>();
@@ -165,6 +185,7 @@ CommandStatus Nic::CreateQp(const QpCreate& create, Qpn* out) {
   qp->send_queue = create.send_queue;
   qp->receive_queue = create.receive_queue;
   qp->max_inline_bytes = create.max_inline_bytes;
+  qp->srq = create.srq;
   qp->requester.doorbell_index = create.send_queue.ring->ProducerIndex();
   qp->requester.fetched_blocks = qp->requester.doorbell_index;
   *out = qp->qpn;
@@ -200,6 +221,78 @@ CommandStatus Nic::ModifyQpToError(Qpn qpn) {
   return CommandStatus::kOk;
 }
 
+SrqContext* Nic::FindSrq(SrqNumber srq) {
+  if (srq.value == 0 || srq.value > srqs_.size()) return nullptr;
+  return srqs_[srq.value - 1].get();
+}
+
+CommandStatus Nic::CreateSrq(const SrqCreate& create, SrqNumber* out) {
+  if (create.queue.ring == nullptr || create.queue.stride_blocks == 0) return CommandStatus::kInvalidArgument;
+  std::size_t slot = 0;
+  // The profile has no separate SRQ count; the SRQ table is as large as the CQ table.
+  if (!AllocateSlot(srqs_, profile_.max_cqs, next_srq_slot_, &slot)) return CommandStatus::kNoResources;
+  auto srq = std::make_unique<SrqContext>();
+  srq->number = SrqNumber{static_cast<std::uint32_t>(slot + 1)};
+  srq->pd = create.pd;
+  srq->queue = create.queue;
+  srq->consumed = create.queue.ring->ConsumerIndex() / create.queue.stride_blocks;
+  *out = srq->number;
+  // Armed, but first judged when a WQE is taken: a new SRQ is empty by nature.
+  srq->limit = create.limit;
+  srq->armed = create.limit != 0;
+  srqs_[slot] = std::move(srq);
+  return CommandStatus::kOk;
+}
+
+CommandStatus Nic::ArmSrqLimit(SrqNumber number, std::uint32_t limit) {
+  SrqContext* srq = FindSrq(number);
+  if (srq == nullptr) return CommandStatus::kNotFound;
+  if (limit == 0) return CommandStatus::kInvalidArgument;
+  srq->limit = limit;
+  srq->armed = true;
+  CheckSrqLimit(*srq);  // already below: fires at once (ref §3.16)
+  return CommandStatus::kOk;
+}
+
+void Nic::CheckSrqLimit(SrqContext& srq) {
+  if (!srq.armed) return;
+  const WorkQueue& q = srq.queue;
+  // acquire (inside PublishedProducerIndex): counts only complete WQEs.
+  const std::uint32_t queued = q.ring->PublishedProducerIndex() / q.stride_blocks - srq.consumed;
+  if (queued >= srq.limit) return;
+  srq.armed = false;  // one-shot
+  NDKSIM_TRACE(tracer_, events_.Now(), id_, Responder, "srq {} below limit {} ({} queued)", srq.number.value,
+               srq.limit, queued);
+  EventEntry e{};
+  e.type = EventType::kSrqLimit;
+  e.object = srq.number.value;
+  PostEvent(e);
+}
+
+CommandStatus Nic::ReplaceSrqQueue(SrqNumber number, const WorkQueue& queue) {
+  SrqContext* srq = FindSrq(number);
+  if (srq == nullptr) return CommandStatus::kNotFound;
+  const WorkQueue& old = srq->queue;
+  if (queue.ring == nullptr || queue.stride_blocks != old.stride_blocks ||
+      queue.ring->ConsumerIndex() != old.ring->ConsumerIndex() ||
+      queue.ring->PublishedProducerIndex() != old.ring->PublishedProducerIndex()) {
+    return CommandStatus::kInvalidArgument;
+  }
+  // WQE reads (takes and placements still in flight) look the queue up when they run, so from
+  // now on they read the new ring.
+  srq->queue = queue;
+  return CommandStatus::kOk;
+}
+
+CommandStatus Nic::DestroySrq(SrqNumber number) {
+  if (FindSrq(number) == nullptr) return CommandStatus::kNotFound;
+  bool used = false;
+  ForEachQp([&](QpContext& qp) { used = used || qp.srq == number; });
+  if (used) return CommandStatus::kBusy;
+  srqs_[number.value - 1].reset();
+  return CommandStatus::kOk;
+}
+
 CommandStatus Nic::DestroyQp(Qpn qpn) {
   QpContext* qp = FindQp(qpn);
   if (qp == nullptr) return CommandStatus::kNotFound;
@@ -219,6 +312,19 @@ CommandStatus Nic::RegisterMemory(const MemoryRegistration& reg, MemoryKey* out)
 }
 
 CommandStatus Nic::DeregisterMemory(MemoryKey key) { return translation_->Deregister(key); }
+
+CommandStatus Nic::AllocateFastRegisterKey(PdNumber pd, std::uint32_t page_capacity, bool remote_access,
+                                           MemoryKey* out) {
+  return translation_->AllocateFastRegister(pd, page_capacity, remote_access, out);
+}
+
+CommandStatus Nic::AllocateWindowKey(PdNumber pd, MemoryKey* out) { return translation_->AllocateWindow(pd, out); }
+
+CommandStatus Nic::AllocatePrivilegedKey(PdNumber pd, MemoryKey* out) {
+  return translation_->AllocatePrivileged(pd, out);
+}
+
+CommandStatus Nic::FreeMemoryKey(MemoryKey key) { return translation_->Free(key); }
 
 void Nic::EnterQpError(QpContext& qp, QpErrorCause cause) {
   if (qp.state == QpState::kError) return;

@@ -36,6 +36,7 @@ class Port;
 class Network;
 struct QpContext;
 struct CqContext;
+struct SrqContext;
 
 using NodeId = std::uint32_t;
 
@@ -68,6 +69,16 @@ struct CqCreate {
   std::uint32_t interrupt_vector = 0;
 };
 
+// Interrupt moderation of one CQ: a notification is raised once `count` completions have
+// accumulated since an arm was satisfied, or `interval` after it, whichever comes first. A count
+// of 0 or 1, or a zero interval, means no moderation; kUnlimited switches a trigger off.
+struct CqModeration {
+  static constexpr std::uint32_t kUnlimited = 0xFFFFFFFFu;
+  std::uint32_t interval_us = 0;
+  std::uint32_t count = 0;
+  bool Active() const { return interval_us != 0 && count > 1; }
+};
+
 struct QpCreate {
   PdNumber pd;
   CqNumber send_cq;
@@ -75,6 +86,13 @@ struct QpCreate {
   WorkQueue send_queue;
   WorkQueue receive_queue;
   std::uint32_t max_inline_bytes = 0;
+  SrqNumber srq;  // non-zero: receives come from this SRQ and receive_queue is unused
+};
+
+struct SrqCreate {
+  PdNumber pd;
+  WorkQueue queue;          // the SRQ ring in host memory
+  std::uint32_t limit = 0;  // armed limit (0: not armed)
 };
 
 // What the connection manager hands the NIC when a QP becomes connected.
@@ -148,7 +166,13 @@ class Nic {
   // ---- command interface: synchronous, engine thread / stepped mode only ----
   void SetEventQueue(SpscRing<EventEntry>* ring, std::uint32_t interrupt_vector);
   CommandStatus CreateCq(const CqCreate& create, CqNumber* out);
-  CommandStatus ResizeCq(CqNumber cq, const CompletionQueueMemory& memory);
+  // Switches `cq` to a new ring whose first `queued` entries the host has already filled with the
+  // unread CQEs of the old one (consumer index 0). CQE writes still in flight land in the new ring,
+  // after those, in order. kInvalidState if `queued` is not what the NIC wrote and the host has
+  // not consumed.
+  CommandStatus ResizeCq(CqNumber cq, const CompletionQueueMemory& memory, std::uint32_t queued);
+  // Latest setting wins; a notification already held back is re-evaluated against it.
+  CommandStatus ModerateCq(CqNumber cq, const CqModeration& moderation);
   CommandStatus DestroyCq(CqNumber cq);
   CommandStatus AllocatePd(PdNumber* out);
   CommandStatus FreePd(PdNumber pd);
@@ -156,9 +180,24 @@ class Nic {
   CommandStatus ConnectQp(Qpn qpn, const QpConnect& connect);  // -> ReadyToSend
   CommandStatus ModifyQpToError(Qpn qpn);                        // flush everything
   CommandStatus DestroyQp(Qpn qpn);
+  // Shared receive queues (ref §3.16). ArmSrqLimit (re)arms the one-shot limit event; it fires
+  // at once if fewer than `limit` WQEs are queued. DestroySrq is kBusy while a QP uses it.
+  CommandStatus CreateSrq(const SrqCreate& create, SrqNumber* out);
+  CommandStatus ArmSrqLimit(SrqNumber srq, std::uint32_t limit);
+  // Switches `srq` to a larger ring that holds the same WQEs at the same free-running indices and
+  // whose consumer index is where the NIC is (resize, ref §3.16). kInvalidArgument otherwise.
+  CommandStatus ReplaceSrqQueue(SrqNumber srq, const WorkQueue& queue);
+  CommandStatus DestroySrq(SrqNumber srq);
   QpState QueryQpState(Qpn qpn) const;
   CommandStatus RegisterMemory(const MemoryRegistration& reg, MemoryKey* out);
-  CommandStatus DeregisterMemory(MemoryKey key);
+  CommandStatus DeregisterMemory(MemoryKey key);  // kBusy while windows are bound inside
+  // Protection entries that a WQE makes valid later (ref §3.6, §3.7), and the privileged entry of
+  // a PD (ref §3.15). The key returned is the entry's current token; the WQE names the next one.
+  CommandStatus AllocateFastRegisterKey(PdNumber pd, std::uint32_t page_capacity, bool remote_access,
+                                        MemoryKey* out);
+  CommandStatus AllocateWindowKey(PdNumber pd, MemoryKey* out);
+  CommandStatus AllocatePrivilegedKey(PdNumber pd, MemoryKey* out);
+  CommandStatus FreeMemoryKey(MemoryKey key);
   // Sends a connection-management datagram to whoever owns `destination`. False if no node
   // owns it (the fabric has no route).
   bool SendManagementDatagram(const NetworkAddress& destination, std::span<const std::byte> bytes);
@@ -177,6 +216,9 @@ class Nic {
   Tracer& Trace() { return tracer_; }
   QpContext* FindQp(Qpn qpn);
   CqContext* FindCq(CqNumber cq);
+  SrqContext* FindSrq(SrqNumber srq);
+  // Raises the limit event of `srq` if it is armed and fewer than its limit WQEs are queued.
+  void CheckSrqLimit(SrqContext& srq);
   PcieLink& Pcie() { return *pcie_; }
   DoorbellUnit& Doorbells() { return *doorbell_unit_; }
   WqeFetch& Fetch() { return *wqe_fetch_; }
@@ -216,6 +258,8 @@ class Nic {
 
   std::vector<std::unique_ptr<QpContext>> qps_;  // index = QPN - kFirstQpn
   std::vector<std::unique_ptr<CqContext>> cqs_;
+  std::vector<std::unique_ptr<SrqContext>> srqs_;  // index = SRQ number - 1
+  std::size_t next_srq_slot_ = 0;
   std::uint32_t next_pd_ = 1;
   // Slots are handed out round robin, so a destroyed QP's or CQ's number is reused only after the
   // table wraps, not while stale CQEs for it may still sit in a CQ.

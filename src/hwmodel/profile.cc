@@ -121,6 +121,15 @@ constexpr HardwareProfile MakeConnectX() {
   return WithRnicLimits(p);
 }
 
+constexpr HardwareProfile MakeIWarp() {
+  HardwareProfile p = MakeConnectX();
+  p.name = "iwarp";
+  p.transport = Transport::kIWarp;
+  p.read_sink_required = true;       // ref §1.7: the read sink is an STag the peer writes into
+  p.read_local_invalidate = false;
+  return p;
+}
+
 constexpr HardwareProfile MakeFunctional() {
   HardwareProfile p = MakeConnectX();
   p.name = "functional";
@@ -140,6 +149,7 @@ constexpr HardwareProfile MakeFunctional() {
 }  // namespace
 
 const HardwareProfile kConnectX100GbeRoce = MakeConnectX();
+const HardwareProfile kIWarp = MakeIWarp();
 const HardwareProfile kFunctional = MakeFunctional();
 
 }  // namespace profiles

@@ -43,9 +43,7 @@ bool GatherPayload(Nic& nic, const QpContext& qp, const WqeDescriptor& d, std::u
       continue;
     }
     const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(sge.length - skip, length));
-    const TranslationResult t = nic.Tpt().Check(MemoryKey{sge.local_key}, qp.pd, sge.address + skip, n, 0);
-    if (!t.Ok()) return false;
-    std::memcpy(out, t.host, n);
+    if (!nic.Tpt().CopyFrom(MemoryKey{sge.local_key}, qp.pd, sge.address + skip, out, n, 0)) return false;
     out += n;
     length -= n;
     skip = 0;
@@ -79,6 +77,12 @@ void Requester::Step(Qpn qpn, std::uint64_t generation) {
   r.scheduled = false;
   if (qp->state != QpState::kReadyToSend || r.executing || r.next_exec == r.tail) return;
   WqeDescriptor& d = qp->Descriptor(r.next_exec);
+  if (d.state == DescriptorState::kCompleted) {
+    // A local memory operation that finished before a rewind: it is not executed twice.
+    ++r.next_exec;
+    Schedule(*qp);
+    return;
+  }
   NDKSIM_CHECK(d.state == DescriptorState::kFetched);
   // Read fence: this WQE may not start while earlier reads are outstanding (a visible stall).
   if ((d.control.flags & wqe_flag::kReadFence) && r.outstanding_reads > 0) {
@@ -111,12 +115,54 @@ void Requester::Step(Qpn qpn, std::uint64_t generation) {
     case WqeOpcode::kRead:
       ExecuteRead(*qp, d);
       return;
+    case WqeOpcode::kBind:
+    case WqeOpcode::kFastRegister:
+    case WqeOpcode::kLocalInvalidate:
+      ExecuteMemoryOperation(*qp, d);
+      return;
     default:
-      // Memory operations arrive with the next issue; until then they are malformed requests.
       r.executing = false;
       nic_.Comp().CompleteWithError(*qp, r.next_exec, CompletionSyndrome::kInvalidRequest);
       return;
   }
+}
+
+MemoryOpOutcome Requester::ApplyMemoryOperation(const QpContext& qp, const WqeDescriptor& d) {
+  const MemoryKey target{d.control.invalidate_key};
+  if (d.control.opcode == WqeOpcode::kLocalInvalidate) return nic_.Tpt().Invalidate(target, qp.pd);
+  if (d.control.sge_count < 1) return MemoryOpOutcome::kBadKey;  // malformed WQE
+  WqeMemorySegment m;
+  std::memcpy(&m, &d.sges[0], sizeof m);
+  if (d.control.opcode == WqeOpcode::kBind) {
+    return nic_.Tpt().Bind({target, MemoryKey{d.remote.remote_key}, qp.pd, d.remote.remote_address, m.length,
+                            m.access});
+  }
+  if (d.control.sge_count < 2) return MemoryOpOutcome::kBadKey;
+  WqePageListSegment list;
+  std::memcpy(&list, &d.sges[1], sizeof list);
+  // The page list is host memory the NIC reads by DMA (counted; its latency is in wqe_processing).
+  ++nic_.MutableCounters().dma_reads;
+  nic_.MutableCounters().dma_read_bytes += std::uint64_t{list.page_count} * sizeof(std::uint64_t);
+  return nic_.Tpt().FastRegister({target, qp.pd, d.remote.remote_address, m.length, d.remote.reserved, m.access,
+                                  reinterpret_cast<const std::uint64_t*>(list.page_list), list.page_count});
+}
+
+void Requester::ExecuteMemoryOperation(QpContext& qp, WqeDescriptor& d) {
+  RequesterState& r = qp.requester;
+  const std::uint32_t counter = r.next_exec;
+  const MemoryOpOutcome outcome = ApplyMemoryOperation(qp, d);
+  r.executing = false;
+  if (outcome != MemoryOpOutcome::kOk) {
+    NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Translation, "qp {} wqe {} {} key {:#x}: {}", qp.qpn.value,
+                 counter, Name(d.control.opcode), d.control.invalidate_key, Name(outcome));
+    // ref §3.8 (NDSPI analogue): a malformed memory operation, e.g. invalidating an unbound window.
+    nic_.Comp().CompleteWithError(qp, counter, CompletionSyndrome::kInvalidRequest);
+    return;
+  }
+  // Local operations need no acknowledgement: done now, retired in posting order.
+  ++r.next_exec;
+  nic_.Comp().CompleteLocal(qp, counter);
+  Schedule(qp);
 }
 
 bool Requester::CheckLocalSges(QpContext& qp, WqeDescriptor& d, std::uint32_t required) {
@@ -197,7 +243,8 @@ void Requester::EmitMessage(QpContext& qp, std::uint32_t counter) {
 
 void Requester::ExecuteRead(QpContext& qp, WqeDescriptor& d) {
   // Read responses are placed into the local SGEs: they need local write access.
-  if (!CheckLocalSges(qp, d, access::kLocalWrite)) return;
+  // ref §3.3: and the read-sink right where the profile requires it.
+  if (!CheckLocalSges(qp, d, access::kLocalWrite | access::kReadSink)) return;
   RequesterState& r = qp.requester;
   const std::uint32_t count = PacketsFor(d.total_length);
   d.packet_count = count;

@@ -7,6 +7,7 @@
 #include "hwmodel/event_queue.h"
 #include "hwmodel/nic.h"
 #include "hwmodel/packet.h"
+#include "hwmodel/translation.h"
 
 namespace ndksim::hw {
 
@@ -32,6 +33,9 @@ class Requester {
   bool CheckLocalSges(QpContext& qp, WqeDescriptor& d, std::uint32_t required);
   void ExecuteSendOrWrite(QpContext& qp, WqeDescriptor& d);
   void ExecuteRead(QpContext& qp, WqeDescriptor& d);
+  // Bind, FastRegister, LocalInvalidate: applied to the protection table in posting order.
+  void ExecuteMemoryOperation(QpContext& qp, WqeDescriptor& d);
+  MemoryOpOutcome ApplyMemoryOperation(const QpContext& qp, const WqeDescriptor& d);
   void EmitMessage(QpContext& qp, std::uint32_t counter);
   void Finish(QpContext& qp, WqeDescriptor& d);
   std::uint32_t PacketsFor(std::uint64_t bytes) const;

@@ -18,9 +18,15 @@ namespace {
 bool IsSend(PacketOpcode op) { return op <= PacketOpcode::kSendOnly; }
 bool IsWrite(PacketOpcode op) { return op >= PacketOpcode::kWriteFirst && op <= PacketOpcode::kWriteOnly; }
 
+// The queue a QP's receive WQEs come from: its SRQ if it has one (ref §3.16), else its own.
+const WorkQueue* ReceiveQueueOf(Nic& nic, const QpContext& qp) {
+  if (qp.srq.value == 0) return qp.receive_queue.ring != nullptr ? &qp.receive_queue : nullptr;
+  const SrqContext* srq = nic.FindSrq(qp.srq);
+  return srq != nullptr ? &srq->queue : nullptr;
+}
+
 // Reads receive WQE `counter` from the host ring: segment 0 is the control segment.
-void ReadReceiveWqe(const QpContext& qp, std::uint32_t counter, std::uint32_t* sge_count, WqeDataSegment* sges) {
-  const WorkQueue& rq = qp.receive_queue;
+void ReadReceiveWqe(const WorkQueue& rq, std::uint32_t counter, std::uint32_t* sge_count, WqeDataSegment* sges) {
   const std::byte* wqe = rq.ring->SlotAt(counter * rq.stride_blocks).bytes.data();
   WqeControl control;
   std::memcpy(&control, wqe, sizeof control);
@@ -33,6 +39,22 @@ std::uint64_t TotalLength(const WqeDataSegment* sges, std::uint32_t count) {
   std::uint64_t total = 0;
   for (std::uint32_t i = 0; i < count; ++i) total += sges[i].length;
   return total;
+}
+
+// Posts the CQE of the QP's current receive WQE (`rec` carries status, length and flags) and
+// moves on. An SRQ WQE was released when it was taken; the CQE names it and the QP it served.
+void CompleteReceive(Nic& nic, QpContext& qp, CompletionRecord rec) {
+  ResponderState& r = qp.responder;
+  rec.qpn = qp.qpn.value;
+  rec.wqe_counter = r.receive_wqe;
+  rec.opcode = WqeOpcode::kReceive;
+  rec.flags |= cqe_flag::kReceive;
+  if (qp.srq.value != 0) rec.flags |= cqe_flag::kSrq;
+  nic.Cqes().Post(qp.receive_cq, rec);
+  r.in_message = false;
+  if (qp.srq.value != 0) return;
+  qp.receive_queue.ring->ConsumerRelease(qp.receive_queue.stride_blocks);
+  ++r.receive_counter;
 }
 
 }  // namespace
@@ -103,11 +125,13 @@ void Responder::OnPacket(std::uint32_t packet_id) {
 
 bool Responder::StartReceive(QpContext& qp) {
   ResponderState& r = qp.responder;
+  if (qp.srq.value != 0) return StartSrqReceive(qp);
   const WorkQueue& rq = qp.receive_queue;
   if (rq.ring == nullptr) return false;
   const std::uint32_t published = rq.ring->PublishedProducerIndex();  // acquire: the WQE is complete
   if (published - r.receive_counter * rq.stride_blocks < rq.stride_blocks) return false;
-  ReadReceiveWqe(qp, r.receive_counter, &r.receive_sge_count, r.receive_sges.data());
+  r.receive_wqe = r.receive_counter;
+  ReadReceiveWqe(rq, r.receive_counter, &r.receive_sge_count, r.receive_sges.data());
   r.receive_capacity = TotalLength(r.receive_sges.data(), r.receive_sge_count);
   r.message_bytes = 0;
   // The receive WQE is fetched by DMA; placement of this message waits for it.
@@ -115,6 +139,28 @@ bool Responder::StartReceive(QpContext& qp) {
   r.placement_ready = std::max(r.placement_ready, events_.Now() + fetch);
   ++nic_.MutableCounters().dma_reads;
   nic_.MutableCounters().dma_read_bytes += rq.stride_blocks * kWqeBlockBytes;
+  return true;
+}
+
+bool Responder::StartSrqReceive(QpContext& qp) {
+  ResponderState& r = qp.responder;
+  SrqContext* srq = nic_.FindSrq(qp.srq);
+  if (srq == nullptr) return false;
+  const WorkQueue& q = srq->queue;
+  const std::uint32_t published = q.ring->PublishedProducerIndex();  // acquire: the WQE is complete
+  if (published - srq->consumed * q.stride_blocks < q.stride_blocks) return false;
+  // Taken in posting order by whichever attached QP needs one first; released at once (the host
+  // frees the slot only when it has polled the CQE).
+  r.receive_wqe = srq->consumed++;
+  ReadReceiveWqe(q, r.receive_wqe, &r.receive_sge_count, r.receive_sges.data());
+  q.ring->ConsumerRelease(q.stride_blocks);
+  r.receive_capacity = TotalLength(r.receive_sges.data(), r.receive_sge_count);
+  r.message_bytes = 0;
+  const Duration fetch = nic_.Profile().pcie_dma_read_latency;
+  r.placement_ready = std::max(r.placement_ready, events_.Now() + fetch);
+  ++nic_.MutableCounters().dma_reads;
+  nic_.MutableCounters().dma_read_bytes += q.stride_blocks * kWqeBlockBytes;
+  nic_.CheckSrqLimit(*srq);  // ref §3.16: the limit event fires when queued WQEs fall below it
   return true;
 }
 
@@ -139,15 +185,8 @@ void Responder::OnSend(QpContext& qp, std::uint32_t packet_id) {
   if (r.message_bytes + length > r.receive_capacity) {
     pool.Release(packet_id);
     CompletionRecord rec;
-    rec.qpn = qp.qpn.value;
-    rec.wqe_counter = r.receive_counter;
-    rec.opcode = WqeOpcode::kReceive;
     rec.syndrome = CompletionSyndrome::kReceiveOverflow;
-    rec.flags = cqe_flag::kReceive;
-    nic_.Cqes().Post(qp.receive_cq, rec);
-    qp.receive_queue.ring->ConsumerRelease(qp.receive_queue.stride_blocks);
-    ++r.receive_counter;
-    r.in_message = false;
+    CompleteReceive(nic_, qp, rec);
     Fail(qp, psn, AckSyndrome::kRemoteInvalidRequest);
     return;
   }
@@ -167,15 +206,8 @@ void Responder::OnSend(QpContext& qp, std::uint32_t packet_id) {
       ++nic_.MutableCounters().protection_faults;
       pool.Release(packet_id);
       CompletionRecord rec;
-      rec.qpn = qp.qpn.value;
-      rec.wqe_counter = r.receive_counter;
-      rec.opcode = WqeOpcode::kReceive;
       rec.syndrome = CompletionSyndrome::kLocalProtectionError;
-      rec.flags = cqe_flag::kReceive;
-      nic_.Cqes().Post(qp.receive_cq, rec);
-      qp.receive_queue.ring->ConsumerRelease(qp.receive_queue.stride_blocks);
-      ++r.receive_counter;
-      r.in_message = false;
+      CompleteReceive(nic_, qp, rec);
       Fail(qp, psn, AckSyndrome::kRemoteOperationError);
       return;
     }
@@ -183,7 +215,7 @@ void Responder::OnSend(QpContext& qp, std::uint32_t packet_id) {
     skip = 0;
   }
   const std::uint64_t offset = r.message_bytes;
-  const std::uint32_t counter = r.receive_counter;
+  const std::uint32_t counter = r.receive_wqe;
   const Qpn qpn = qp.qpn;
   r.message_bytes += length;
   nic_.Pcie().DmaWrite(
@@ -191,11 +223,12 @@ void Responder::OnSend(QpContext& qp, std::uint32_t packet_id) {
       [this, qpn, counter, offset, packet_id] {
         PacketPool& pkt_pool = nic_.GetPort().Pool();
         QpContext* q = nic_.FindQp(qpn);
-        if (q != nullptr && q->state == QpState::kReadyToSend) {
+        const WorkQueue* rq = q != nullptr ? ReceiveQueueOf(nic_, *q) : nullptr;
+        if (q != nullptr && rq != nullptr && q->state == QpState::kReadyToSend) {
           // The WQE is still in host memory: the host reuses the slot only after its CQE.
           std::uint32_t count;
           std::array<WqeDataSegment, kMaxSge> sges;
-          ReadReceiveWqe(*q, counter, &count, sges.data());
+          ReadReceiveWqe(*rq, counter, &count, sges.data());
           const Packet& pkt = pkt_pool.Get(packet_id);
           std::uint64_t skip_bytes = offset;
           const std::byte* data = pkt.payload.data();
@@ -206,9 +239,8 @@ void Responder::OnSend(QpContext& qp, std::uint32_t packet_id) {
               continue;
             }
             const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(sges[s].length - skip_bytes, remaining));
-            const TranslationResult t = nic_.Tpt().Check(MemoryKey{sges[s].local_key}, q->pd,
-                                                         sges[s].address + skip_bytes, n, access::kLocalWrite);
-            if (t.Ok()) std::memcpy(t.host, data, n);
+            (void)nic_.Tpt().CopyTo(MemoryKey{sges[s].local_key}, q->pd, sges[s].address + skip_bytes, data, n,
+                                    access::kLocalWrite);
             data += n;
             remaining -= n;
             skip_bytes = 0;
@@ -230,13 +262,23 @@ void Responder::OnSend(QpContext& qp, std::uint32_t packet_id) {
   rec.flags = cqe_flag::kReceive;
   if (pkt.solicited) rec.flags |= cqe_flag::kSolicited;
   if (pkt.has_invalidate_key) {
+    // ref §3.2: the token (a fast-register region or a window of this QP's PD) is invalidated
+    // before the receive completion is written; an invalid one aborts the connection.
+    const MemoryOpOutcome outcome = nic_.Tpt().Invalidate(MemoryKey{pkt.invalidate_key}, qp.pd);
+    if (outcome != MemoryOpOutcome::kOk) {
+      ++nic_.MutableCounters().protection_faults;
+      NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Translation, "qp {} send-invalidate key {:#x}: {}",
+                   qp.qpn.value, pkt.invalidate_key, Name(outcome));
+      CompletionRecord failed;
+      failed.syndrome = CompletionSyndrome::kLocalProtectionError;
+      CompleteReceive(nic_, qp, failed);
+      Fail(qp, psn, AckSyndrome::kRemoteAccessError);
+      return;
+    }
     rec.flags |= cqe_flag::kInvalidated;
     rec.invalidated_key = pkt.invalidate_key;
   }
-  nic_.Cqes().Post(qp.receive_cq, rec);
-  qp.receive_queue.ring->ConsumerRelease(qp.receive_queue.stride_blocks);
-  ++r.receive_counter;
-  r.in_message = false;
+  CompleteReceive(nic_, qp, rec);  // names the WQE in its queue (RQ or SRQ)
   AckWhenPlaced(qp, psn);
 }
 
@@ -282,9 +324,8 @@ void Responder::OnWrite(QpContext& qp, std::uint32_t packet_id) {
       PacketPool& pkt_pool = nic_.GetPort().Pool();
       const Packet& pkt = pkt_pool.Get(packet_id);
       // Translated again at placement: a token invalidated in flight places nothing.
-      const TranslationResult t =
-          nic_.Tpt().Check(MemoryKey{key}, pd, address, pkt.payload.size(), access::kRemoteWrite);
-      if (t.Ok()) std::memcpy(t.host, pkt.payload.data(), pkt.payload.size());
+      (void)nic_.Tpt().CopyTo(MemoryKey{key}, pd, address, pkt.payload.data(), pkt.payload.size(),
+                              access::kRemoteWrite);
       pkt_pool.Release(packet_id);
     });
   } else {
@@ -362,7 +403,8 @@ void Responder::SendReadResponses(Qpn qpn, std::uint64_t address, std::uint32_t 
     p.solicited = false;
     p.has_invalidate_key = false;
     p.payload.resize(n);
-    if (n > 0) std::memcpy(p.payload.data(), t.host + offset, n);
+    // A fast-register region maps page by page, so the copy goes through translation again.
+    if (n > 0) (void)nic_.Tpt().CopyFrom(MemoryKey{key}, qp->pd, address + offset, p.payload.data(), n, access::kRemoteRead);
     nic_.GetPort().Transmit(id);
   }
 }

@@ -38,6 +38,8 @@ class Responder {
   void OnWrite(QpContext& qp, std::uint32_t packet_id);
   void OnReadRequest(QpContext& qp, std::uint32_t packet_id);
   bool StartReceive(QpContext& qp);
+  // Takes the next receive WQE of the QP's SRQ (ref §3.16); false if the SRQ is empty.
+  bool StartSrqReceive(QpContext& qp);
   void SendAck(QpContext& qp, Psn psn, AckSyndrome syndrome);
   // Acknowledges `psn` once every placement issued so far has landed in host memory, so that a
   // completed request at the initiator means the data is in the target's memory.

@@ -1,5 +1,7 @@
 // Translation and protection: the NIC's table of memory tokens. Every DMA the NIC does on behalf of
 // a token goes through Check(), which applies the checks in a fixed order, one outcome per check.
+// Entries are registered regions, fast-register regions (a page list), memory windows bound inside
+// a region, and one privileged entry per PD that maps raw logical addresses.
 #pragma once
 
 #include <cstdint>
@@ -15,12 +17,28 @@ enum class TranslationOutcome : std::uint8_t {
   kOk,
   kBadIndex,      // 1. no table entry at the token's index
   kKeyMismatch,   // 2. the key byte does not match the entry (stale token)
-  kInvalid,       // 3. entry exists but is not valid (deregistered or invalidated)
+  kInvalid,       // 3. entry exists but is not valid (deregistered, invalidated, unbound)
   kPdMismatch,    // 4. entry belongs to another protection domain
   kAccessDenied,  // 5. the entry lacks a right the access needs
   kOutOfBounds,   // 6. [address, address + length) is not inside the registration
 };
 std::string_view Name(TranslationOutcome o);
+
+// Outcome of a memory operation the NIC executes (fast register, bind, invalidate), in check order.
+enum class MemoryOpOutcome : std::uint8_t {
+  kOk,
+  kBadKey,         // 1. no such entry, or the key byte does not name it
+  kWrongKind,      // 2. the entry is not of a kind the operation applies to
+  kNotValid,       // 3. invalidate: the region is not registered / the window is not bound
+  kPdMismatch,     // 4. the entry (or the bind's region) belongs to another PD than the QP's
+  kAccessDenied,   // 5. rights the entry may not grant (remote on a local-only FR region; remote
+                   //    write on a window over a region without local write)
+  kTooManyPages,   // 6. fast register: more pages than the region was sized for
+  kOutOfBounds,    // 7. the range does not fit (window outside its region; FR past the page list)
+};
+std::string_view Name(MemoryOpOutcome o);
+
+enum class EntryKind : std::uint8_t { kRegion, kFastRegister, kWindow, kPrivileged };
 
 struct TranslationResult {
   TranslationOutcome outcome = TranslationOutcome::kOk;
@@ -28,25 +46,92 @@ struct TranslationResult {
   bool Ok() const { return outcome == TranslationOutcome::kOk; }
 };
 
+// A fast-register WQE as the NIC executes it (ref §3.7).
+struct FastRegisterRequest {
+  MemoryKey key;                      // the region's token with its new key byte
+  PdNumber pd;                        // the posting QP's PD
+  std::uint64_t base_address = 0;     // virtual address of the first byte
+  std::uint64_t length = 0;
+  std::uint32_t fbo = 0;              // offset of the first byte in page 0
+  std::uint32_t access = 0;           // access:: bits
+  const std::uint64_t* pages = nullptr;  // logical (= host) address of each page
+  std::uint32_t page_count = 0;
+};
+
+// A bind WQE as the NIC executes it (ref §3.6).
+struct BindRequest {
+  MemoryKey window;     // the window's token with its new key byte
+  MemoryKey region;     // the registered region it is bound inside
+  PdNumber pd;          // the posting QP's PD
+  std::uint64_t address = 0;
+  std::uint64_t length = 0;
+  std::uint32_t access = 0;  // access:: remote bits
+};
+
 class Translation {
  public:
   Translation(Nic& nic, std::uint64_t seed);
 
   CommandStatus Register(const MemoryRegistration& reg, MemoryKey* out);
+  // kBusy while windows are bound inside the region (NDSPI analogue, ref §3.6).
   CommandStatus Deregister(MemoryKey key);
+  // Entries made valid later by a WQE (fast register, bind), and the privileged entry of a PD.
+  CommandStatus AllocateFastRegister(PdNumber pd, std::uint32_t page_capacity, bool remote_access,
+                                     MemoryKey* out);
+  CommandStatus AllocateWindow(PdNumber pd, MemoryKey* out);
+  CommandStatus AllocatePrivileged(PdNumber pd, MemoryKey* out);
+  // Frees an entry made by one of the Allocate* calls, named by index (a bound window is unbound
+  // first).
+  CommandStatus Free(MemoryKey key);
 
-  // The protection check: `required` is a set of access:: bits (0 = local read only).
+  // Memory operations, executed in order with the QP's other requests.
+  MemoryOpOutcome FastRegister(const FastRegisterRequest& request);
+  MemoryOpOutcome Bind(const BindRequest& request);
+  // Local invalidate, remote invalidate (send with invalidate) and read-local-invalidate share it:
+  // only fast-register regions and windows of `pd` can be invalidated (ref §3.2, §3.8).
+  MemoryOpOutcome Invalidate(MemoryKey key, PdNumber pd);
+
+  // The protection check: `required` is a set of access:: bits (0 = local read only). kReadSink
+  // is required only when the profile says read sinks need the right (ref §1.7, §3.3).
   TranslationResult Check(MemoryKey key, PdNumber pd, std::uint64_t address, std::uint64_t length,
                           std::uint32_t required) const;
+  // Check, then copy between the checked range and a flat buffer. A fast-register region maps
+  // through its page list, whose pages need not be contiguous in host memory.
+  bool CopyTo(MemoryKey key, PdNumber pd, std::uint64_t address, const std::byte* source,
+              std::uint64_t length, std::uint32_t required) const;
+  bool CopyFrom(MemoryKey key, PdNumber pd, std::uint64_t address, std::byte* destination,
+                std::uint64_t length, std::uint32_t required) const;
 
   std::size_t ValidEntries() const { return valid_entries_; }
 
  private:
   struct Entry {
+    bool allocated = false;  // in use (a region is allocated exactly while it is registered)
     bool valid = false;
     std::uint8_t key = 0;
-    MemoryRegistration reg;
+    EntryKind kind = EntryKind::kRegion;
+    MemoryRegistration reg;  // pd, range, host memory of the first byte (not for FR), access
+    // Fast register: capacity and the current page list.
+    std::vector<std::uint64_t> pages;
+    std::uint32_t page_capacity = 0;
+    std::uint32_t fbo = 0;
+    bool remote_allowed = false;
+    // Windows: the region bound to; regions: how many windows are bound inside.
+    std::uint32_t parent = 0;
+    std::uint32_t bound_windows = 0;
   };
+
+  CommandStatus AllocateIndex(std::uint32_t* index);
+  void Release(std::uint32_t index);
+  Entry* Find(MemoryKey key);
+  void Unbind(Entry& window);
+  // Host address of byte `address` of a fast-register entry and how many bytes follow it in the
+  // same page.
+  static std::byte* PageHost(const Entry& e, std::uint64_t address, std::uint64_t* in_page);
+  template <typename Fn>
+  bool ForEachPiece(MemoryKey key, PdNumber pd, std::uint64_t address, std::uint64_t length,
+                    std::uint32_t required, Fn&& fn) const;
+
   Nic& nic_;
   std::vector<Entry> entries_;           // index = token index; index 0 is never handed out
   std::vector<std::uint32_t> free_indices_;

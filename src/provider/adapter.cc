@@ -2,6 +2,7 @@
 // it, and the object lifetime rules of ref §4.4 (pending close, successors, adapter close).
 #include <algorithm>
 #include <array>
+#include <cstddef>
 
 #include "hwmodel/event_queue.h"  // NDKSIM_CHECK
 #include "provider/cm_protocol.h"
@@ -36,21 +37,120 @@ NTSTATUS Adapter::Close(Object& object, NDK_FN_CLOSE_COMPLETION completion, void
   if (object.closing_) return STATUS_SUCCESS;
   object.closing_ = true;
   object.OnCloseRequested();
-  if (object.successors_ == 0 && !object.HasPendingRequests()) {
-    Destroy(object);
-    return STATUS_SUCCESS;
-  }
-  // ref §4.4: close completes only after successors are closed and pending requests completed.
   object.close_completion_ = completion;
   object.close_context_ = context;
-  if (object.successors_ == 0) ScheduleFinishClose(object);
+  if (ReadyToFinish(object) && !object.HasPendingRequests()) {
+    // Nothing to wait for: the close may still pend if the setting says so (ref §3.0), but only
+    // when there is a callback to complete it.
+    switch (completion == nullptr ? Driver::Completion::kInline : driver_.ChooseCompletion()) {
+      case Driver::Completion::kInline:
+        Destroy(object);
+        return STATUS_SUCCESS;
+      case Driver::Completion::kInCall:
+        FinishClose(object);
+        return STATUS_PENDING;
+      case Driver::Completion::kDpc:
+        ScheduleFinishClose(object);
+        return STATUS_PENDING;
+    }
+  }
+  // ref §4.4: close completes only after successors are closed and pending requests completed
+  // (their callbacks returned). Connector requests are cancelled by FinishClose.
+  if (ReadyToFinish(object)) ScheduleFinishClose(object);
   return STATUS_PENDING;
 }
 
 void Adapter::SuccessorReleased(Object& antecedent) {
   NDKSIM_CHECK(antecedent.successors_ > 0);
   --antecedent.successors_;
-  if (antecedent.successors_ == 0 && antecedent.closing_) ScheduleFinishClose(antecedent);
+  if (ReadyToFinish(antecedent) && antecedent.closing_) ScheduleFinishClose(antecedent);
+}
+
+// ---- maybe-asynchronous completion (ref §3.0, §4.5) --------------------------------------------
+
+namespace {
+bool MayPend(NTSTATUS status) {
+  return status == STATUS_SUCCESS || status == STATUS_INSUFFICIENT_RESOURCES;
+}
+}  // namespace
+
+bool Adapter::PendCreate(NTSTATUS status, NDK_OBJECT_HEADER* object,
+                         NDK_FN_CREATE_COMPLETION completion, void* context) {
+  // During adapter close everything completes inline: nothing may outlive CloseAll.
+  if (closing_all_ || completion == nullptr || !MayPend(status)) return false;
+  const Driver::Completion how = driver_.ChooseCompletion();
+  if (how == Driver::Completion::kInline) return false;
+  driver_.Trace("create completes asynchronously {:#x}", static_cast<std::uint32_t>(status));
+  if (how == Driver::Completion::kInCall) {
+    completion(context, status, object);
+  } else {
+    QueueCompletion([completion, context, status, object] { completion(context, status, object); });
+  }
+  return true;
+}
+
+NTSTATUS Adapter::FinishRequest(Object& object, NTSTATUS status,
+                                NDK_FN_REQUEST_COMPLETION completion, void* context,
+                                bool failure_may_pend) {
+  if (closing_all_ || completion == nullptr || (!MayPend(status) && !failure_may_pend)) {
+    return status;
+  }
+  const Driver::Completion how = driver_.ChooseCompletion();
+  if (how == Driver::Completion::kInline) return status;
+  driver_.Trace("request completes asynchronously {:#x}", static_cast<std::uint32_t>(status));
+  // Held until the callback returns: a close requested meanwhile (even from inside the callback,
+  // ref §4.4) pends until then.
+  ++object.async_requests_;
+  auto report = [this, &object, completion, context, status] {
+    completion(context, status);
+    RequestReported(object);
+  };
+  if (how == Driver::Completion::kInCall) {
+    report();
+  } else {
+    QueueCompletion(std::move(report));
+  }
+  return STATUS_PENDING;
+}
+
+NTSTATUS Adapter::FinishAdapterRequest(NTSTATUS status, NDK_FN_REQUEST_COMPLETION completion,
+                                       void* context) {
+  if (closing_all_ || completion == nullptr || !MayPend(status)) return status;
+  const Driver::Completion how = driver_.ChooseCompletion();
+  if (how == Driver::Completion::kInline) return status;
+  if (how == Driver::Completion::kInCall) {
+    completion(context, status);
+  } else {
+    QueueCompletion([completion, context, status] { completion(context, status); });
+  }
+  return STATUS_PENDING;
+}
+
+void Adapter::RequestReported(Object& object) {
+  NDKSIM_CHECK(object.async_requests_ > 0);
+  --object.async_requests_;
+  if (object.closing_ && ReadyToFinish(object)) ScheduleFinishClose(object);
+}
+
+void Adapter::QueueCompletion(std::function<void()> report) {
+  const std::uint64_t key = next_completion_++;
+  const WorkId work = driver_.QueueDpc([this, key] { RunCompletion(key); });
+  completions_.emplace(key, QueuedCompletion{work, std::move(report)});
+}
+
+void Adapter::RunCompletion(std::uint64_t key) {
+  const auto it = completions_.find(key);
+  if (it == completions_.end()) return;
+  QueuedCompletion queued = std::move(it->second);
+  completions_.erase(it);
+  driver_.Cancel(queued.work);  // no-op when this is the DPC itself
+  queued.report();
+}
+
+// Adapter close: completions still queued are delivered first, in order (ref §4.4: when the
+// close returns, every callback has returned). A callback may queue more; they run too.
+void Adapter::RunQueuedCompletions() {
+  while (!completions_.empty()) RunCompletion(completions_.begin()->first);
 }
 
 void Adapter::ScheduleFinishClose(Object& object) {
@@ -79,6 +179,7 @@ void Adapter::Destroy(Object& object) {
 }
 
 void Adapter::CloseAll() {
+  RunQueuedCompletions();
   closing_all_ = true;
   // Successors before antecedents (ref §4.4 edges): connectors hold QPs and listeners, QPs hold
   // PDs and CQs, MRs hold PDs.
@@ -107,7 +208,7 @@ void Adapter::CloseAll() {
 }
 
 Adapter::~Adapter() {
-  if (!objects_.empty()) CloseAll();
+  if (!objects_.empty() || !completions_.empty()) CloseAll();
 }
 
 // ---- adapter dispatch --------------------------------------------------------------------------
@@ -142,16 +243,21 @@ NDK_ADAPTER_INFO MakeAdapterInfo(const Adapter& adapter) {
   info.MaxOutboundReadLimit = p.max_outbound_read_limit;
   info.MaxReceiveQueueDepth = p.max_receive_queue_depth;
   info.MaxInitiatorQueueDepth = p.max_initiator_queue_depth;
-  info.MaxSrqDepth = 0;  // ref §2.5: 0 = no SRQ support (not implemented yet)
+  info.MaxSrqDepth = p.max_srq_depth;  // ref §2.5: non-zero, SRQs are supported
   info.MaxCqDepth = p.max_cq_depth;
   info.LargeRequestThreshold = p.large_request_threshold;
   info.MaxCallerData = driver.Cm().MaxCallerData();
   info.MaxCalleeData = driver.Cm().MaxCalleeData();
-  // Not CQ_INTERRUPT_MODERATION, CQ_RESIZE or READ_LOCAL_INVALIDATE: not implemented yet.
+  // Not READ_LOCAL_INVALIDATE: not implemented yet.
   info.AdapterFlags = NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED |
-                      NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED |
                       NDK_ADAPTER_FLAG_MULTI_ENGINE_SUPPORTED |
+                      NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED |
                       NDK_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED;
+  // ref §3.14: the flag says NdkControlCqInterruptModeration works; a profile capability.
+  if (p.cq_interrupt_moderation) info.AdapterFlags |= NDK_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED;
+  // ref §1.7: read-sink rights and read-local-invalidate are transport/profile capabilities.
+  if (!p.read_sink_required) info.AdapterFlags |= NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED;
+  if (p.read_local_invalidate) info.AdapterFlags |= NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED;
   info.RdmaTechnology = static_cast<NDK_RDMA_TECHNOLOGY>(RdmaTechnology(p.transport));
   return info;
 }
@@ -168,36 +274,92 @@ NTSTATUS QueryAdapterInfo(NDK_ADAPTER* ndk, NDK_ADAPTER_INFO* info, ULONG* buffe
   return STATUS_SUCCESS;
 }
 
+// Every create may pend (ref §3.0); CreateMaybeAsync decides and delivers.
 NTSTATUS CreateCq(NDK_ADAPTER* ndk, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBACK notify,
                   PVOID notify_context, GROUP_AFFINITY* /*affinity: a hint*/,
-                  NDK_FN_CREATE_COMPLETION, PVOID, NDK_CQ** out) {
-  return Cq::Create(Adapter::From(ndk), depth, notify, notify_context, out);
+                  NDK_FN_CREATE_COMPLETION completion, PVOID context, NDK_CQ** out) {
+  Adapter& adapter = Adapter::From(ndk);
+  return CreateMaybeAsync(adapter, completion, context, out, [&](NDK_CQ** o) {
+    return Cq::Create(adapter, depth, notify, notify_context, o);
+  });
 }
 
-NTSTATUS CreatePd(NDK_ADAPTER* ndk, NDK_FN_CREATE_COMPLETION, PVOID, NDK_PD** out) {
-  return Pd::Create(Adapter::From(ndk), out);
+NTSTATUS CreatePd(NDK_ADAPTER* ndk, NDK_FN_CREATE_COMPLETION completion, PVOID context,
+                  NDK_PD** out) {
+  Adapter& adapter = Adapter::From(ndk);
+  return CreateMaybeAsync(adapter, completion, context, out,
+                          [&](NDK_PD** o) { return Pd::Create(adapter, o); });
 }
 
-NTSTATUS CreateSharedEndpoint(NDK_ADAPTER*, const PSOCKADDR, ULONG, NDK_FN_CREATE_COMPLETION,
-                              PVOID, NDK_SHARED_ENDPOINT**) {
-  return STATUS_NOT_SUPPORTED;
+NTSTATUS CreateSharedEndpoint(NDK_ADAPTER* ndk, const PSOCKADDR address, ULONG length,
+                              NDK_FN_CREATE_COMPLETION completion, PVOID context,
+                              NDK_SHARED_ENDPOINT** out) {
+  Adapter& adapter = Adapter::From(ndk);
+  return CreateMaybeAsync(adapter, completion, context, out, [&](NDK_SHARED_ENDPOINT** o) {
+    return SharedEndpoint::Create(adapter, address, length, o);
+  });
 }
 
-NTSTATUS CreateConnector(NDK_ADAPTER* ndk, NDK_FN_CREATE_COMPLETION, PVOID, NDK_CONNECTOR** out) {
-  return Connector::Create(Adapter::From(ndk), out);
+NTSTATUS CreateConnector(NDK_ADAPTER* ndk, NDK_FN_CREATE_COMPLETION completion, PVOID context,
+                         NDK_CONNECTOR** out) {
+  Adapter& adapter = Adapter::From(ndk);
+  return CreateMaybeAsync(adapter, completion, context, out,
+                          [&](NDK_CONNECTOR** o) { return Connector::Create(adapter, o); });
 }
 
 NTSTATUS CreateListener(NDK_ADAPTER* ndk, NDK_FN_CONNECT_EVENT_CALLBACK on_connect,
-                        PVOID context, NDK_FN_CREATE_COMPLETION, PVOID, NDK_LISTENER** out) {
-  return Listener::Create(Adapter::From(ndk), on_connect, context, out);
+                        PVOID connect_context, NDK_FN_CREATE_COMPLETION completion,
+                        PVOID context, NDK_LISTENER** out) {
+  Adapter& adapter = Adapter::From(ndk);
+  return CreateMaybeAsync(adapter, completion, context, out, [&](NDK_LISTENER** o) {
+    return Listener::Create(adapter, on_connect, connect_context, o);
+  });
 }
 
-NTSTATUS BuildLam(NDK_ADAPTER*, MDL*, SIZE_T, NDK_FN_REQUEST_COMPLETION, PVOID,
-                  NDK_LOGICAL_ADDRESS_MAPPING*, ULONG*, ULONG*) {
-  return STATUS_NOT_SUPPORTED;
+// ref §3.15: the first byte's virtual address, if [va, va + length) is virtually contiguous across
+// the MDL pieces it reaches into; 0 otherwise.
+std::uintptr_t ContiguousSpan(const MDL* mdl, SIZE_T length) {
+  const auto start = reinterpret_cast<std::uintptr_t>(MmGetMdlVirtualAddress(mdl));
+  std::uintptr_t expected = start;
+  SIZE_T covered = 0;
+  for (const MDL* piece = mdl; piece != nullptr && covered < length; piece = piece->Next) {
+    if (reinterpret_cast<std::uintptr_t>(MmGetMdlVirtualAddress(piece)) != expected) return 0;
+    covered += MmGetMdlByteCount(piece);
+    expected += MmGetMdlByteCount(piece);
+  }
+  return covered >= length ? start : 0;
 }
 
-VOID ReleaseLam(NDK_ADAPTER*, NDK_LOGICAL_ADDRESS_MAPPING*) {}
+// ref §2.3, §3.15: PAGE_SIZE logical pages and the FBO. In one process a page's logical address
+// is its virtual address, which the privileged token and NdkFastRegister then use. Success may
+// pend per the async setting (ref §3.0).
+NTSTATUS BuildLam(NDK_ADAPTER* ndk, MDL* mdl, SIZE_T length, NDK_FN_REQUEST_COMPLETION completion,
+                  PVOID context, NDK_LOGICAL_ADDRESS_MAPPING* lam, ULONG* lam_size, ULONG* fbo) {
+  if (mdl == nullptr || length == 0 || lam_size == nullptr || fbo == nullptr) return STATUS_INVALID_PARAMETER;
+  const std::uintptr_t va = ContiguousSpan(mdl, length);
+  if (va == 0) return STATUS_INVALID_PARAMETER;  // not virtually contiguous (or past the chain)
+  const ULONG pages = ADDRESS_AND_SIZE_TO_SPAN_PAGES(va, length);
+  const std::size_t required =
+      offsetof(NDK_LOGICAL_ADDRESS_MAPPING, AdapterPageArray) + std::size_t{pages} * sizeof(NDK_LOGICAL_ADDRESS);
+  if (lam == nullptr || *lam_size < required) {
+    *lam_size = static_cast<ULONG>(required);
+    return STATUS_BUFFER_TOO_SMALL;
+  }
+  lam->AdapterContext = nullptr;
+  lam->AdapterPageCount = pages;
+  const std::uintptr_t first_page = va & ~std::uintptr_t{PAGE_SIZE - 1};
+  for (ULONG i = 0; i < pages; ++i) {
+    lam->AdapterPageArray[i].QuadPart = static_cast<LONG64>(first_page + std::uintptr_t{i} * PAGE_SIZE);
+  }
+  *lam_size = static_cast<ULONG>(required);
+  *fbo = BYTE_OFFSET(va);
+  return Adapter::From(ndk).FinishAdapterRequest(STATUS_SUCCESS, completion, context);
+}
+
+// ref §3.15: nothing is pinned or mapped in one process, so releasing only forgets the pages.
+VOID ReleaseLam(NDK_ADAPTER*, NDK_LOGICAL_ADDRESS_MAPPING* lam) {
+  if (lam != nullptr) lam->AdapterPageCount = 0;
+}
 
 const NDK_ADAPTER_DISPATCH kAdapterDispatch = {
     NdkQueryExtensionNotSupported,

@@ -83,6 +83,11 @@ void ConnectionManager::Register(Connector& connector) {
 
 void ConnectionManager::Unregister(const Connector& connector) { connections_.erase(connector.Id()); }
 
+bool ConnectionManager::TupleInUse(const SocketAddress& local, const SocketAddress& peer) const {
+  return std::any_of(connections_.begin(), connections_.end(),
+                     [&](const auto& kv) { return kv.second->Holds(local, peer); });
+}
+
 bool ConnectionManager::Send(const SocketAddress& destination, const CmMessage& message) {
   CmMessage m = message;
   m.source_node = driver_.Nic().Id();
@@ -185,15 +190,23 @@ NTSTATUS CloseListener(NDK_OBJECT_HEADER* header, NDK_FN_CLOSE_COMPLETION comple
 }
 
 NTSTATUS Listen(NDK_LISTENER* ndk, const PSOCKADDR address, ULONG length,
-                NDK_FN_REQUEST_COMPLETION, PVOID) {
-  return Listener::From(ndk).Listen(address, length);
+                NDK_FN_REQUEST_COMPLETION completion, PVOID context) {
+  Listener& listener = Listener::From(ndk);
+  const NTSTATUS status = listener.Listen(address, length);
+  // Errors are inline (nothing changed); a successful listen may pend (ref §3.0).
+  if (status != STATUS_SUCCESS) return status;
+  return listener.GetAdapter().FinishRequest(listener, status, completion, context);
 }
 
 NTSTATUS GetListenerLocalAddress(NDK_LISTENER* ndk, PSOCKADDR address, ULONG* length) {
   return Listener::From(ndk).GetLocalAddress(address, length);
 }
 
-VOID ControlConnectEvents(NDK_LISTENER*, BOOLEAN) {}  // not supported yet
+VOID ControlConnectEvents(NDK_LISTENER* ndk, BOOLEAN pause) {
+  Listener& listener = Listener::From(ndk);
+  listener.GetDriver().Trace("listener connect events {}", pause ? "paused" : "resumed");
+  listener.ControlConnectEvents(pause != FALSE);
+}
 
 const NDK_LISTENER_DISPATCH kListenerDispatch = {
     CloseListener,
@@ -254,6 +267,66 @@ void Listener::OnRequest(const CmMessage& request) {
   on_connect_(context_, connector.Ndk());
 }
 
+// ==== SharedEndpoint ==============================================================================
+
+namespace {
+
+NTSTATUS CloseSharedEndpoint(NDK_OBJECT_HEADER* header, NDK_FN_CLOSE_COMPLETION completion,
+                             PVOID context) {
+  SharedEndpoint& endpoint = OwnerOfHeader<SharedEndpoint, NDK_SHARED_ENDPOINT>(header);
+  endpoint.GetDriver().Trace("close shared endpoint");
+  return endpoint.GetAdapter().Close(endpoint, completion, context);
+}
+
+NTSTATUS GetSharedEndpointLocalAddress(NDK_SHARED_ENDPOINT* ndk, PSOCKADDR address, ULONG* length) {
+  return SharedEndpoint::From(ndk).GetLocalAddress(address, length);
+}
+
+const NDK_SHARED_ENDPOINT_DISPATCH kSharedEndpointDispatch = {
+    CloseSharedEndpoint,
+    NdkQueryExtensionNotSupported,
+    GetSharedEndpointLocalAddress,
+};
+
+}  // namespace
+
+NTSTATUS SharedEndpoint::Create(Adapter& adapter, const SOCKADDR* address, ULONG length,
+                                NDK_SHARED_ENDPOINT** out) {
+  Driver& driver = adapter.GetDriver();
+  if (out == nullptr) return STATUS_INVALID_PARAMETER;
+  SocketAddress local;
+  if (const NTSTATUS s = FromSockaddr(address, length, &local); s != STATUS_SUCCESS) return s;
+  // ref §3.18: an address of this adapter, or the wildcard.
+  if (!IsWildcard(local.address) && !driver.Nic().OwnsAddress(local.address)) {
+    return STATUS_INVALID_ADDRESS;
+  }
+  auto endpoint = std::make_unique<SharedEndpoint>(adapter);
+  // SHARING_VIOLATION or TOO_MANY_ADDRESSES leave nothing behind: the object is not adopted.
+  if (const NTSTATUS s = driver.Cm().Bind(&local, endpoint.get(), nullptr); s != STATUS_SUCCESS) {
+    return s;
+  }
+  endpoint->local_ = local;
+  endpoint->bound_ = true;
+  SharedEndpoint& ref = adapter.Adopt(std::move(endpoint));
+  driver.Trace("create shared endpoint port {} (family {})", local.port, local.address.family);
+  *out = ref.Ndk();
+  return STATUS_SUCCESS;
+}
+
+SharedEndpoint::SharedEndpoint(Adapter& adapter) : Object(adapter, NdkObjectTypeSharedEndpoint) {
+  InitNdk(handle_.ndk, adapter.Version(), NdkObjectTypeSharedEndpoint, &kSharedEndpointDispatch);
+  handle_.owner = this;
+}
+
+// ref §4.6: runs only once the endpoint and every connector using it are closed.
+SharedEndpoint::~SharedEndpoint() {
+  if (bound_) GetDriver().Cm().Unbind(this);
+}
+
+NTSTATUS SharedEndpoint::GetLocalAddress(SOCKADDR* address, ULONG* length) const {
+  return CopyOutAddress(local_, address, length);
+}
+
 // ==== Connector: dispatch =========================================================================
 
 namespace {
@@ -274,20 +347,28 @@ NTSTATUS Connect(NDK_CONNECTOR* ndk, NDK_QP* qp, const PSOCKADDR source, ULONG s
                                       private_data_length, completion, context);
 }
 
-NTSTATUS ConnectWithSharedEndpoint(NDK_CONNECTOR*, NDK_QP*, NDK_SHARED_ENDPOINT*, const PSOCKADDR,
-                                   ULONG, ULONG, ULONG, const PVOID, ULONG,
-                                   NDK_FN_REQUEST_COMPLETION, PVOID) {
-  return STATUS_NOT_SUPPORTED;
+NTSTATUS ConnectWithSharedEndpoint(NDK_CONNECTOR* ndk, NDK_QP* qp, NDK_SHARED_ENDPOINT* endpoint,
+                                   const PSOCKADDR destination, ULONG destination_length,
+                                   ULONG inbound_limit, ULONG outbound_limit,
+                                   const PVOID private_data, ULONG private_data_length,
+                                   NDK_FN_REQUEST_COMPLETION completion, PVOID context) {
+  return Connector::From(ndk).ConnectWithSharedEndpoint(
+      qp, endpoint, destination, destination_length, inbound_limit, outbound_limit, private_data,
+      private_data_length, completion, context);
 }
 
 NTSTATUS CompleteConnect(NDK_CONNECTOR* ndk, NDK_FN_DISCONNECT_EVENT_CALLBACK on_disconnect,
-                         PVOID context, NDK_FN_REQUEST_COMPLETION, PVOID) {
-  return Connector::From(ndk).CompleteConnect({on_disconnect, nullptr, context});
+                         PVOID disconnect_context, NDK_FN_REQUEST_COMPLETION completion,
+                         PVOID context) {
+  return Connector::From(ndk).CompleteConnect({on_disconnect, nullptr, disconnect_context},
+                                              completion, context);
 }
 
 NTSTATUS CompleteConnectEx(NDK_CONNECTOR* ndk, NDK_FN_DISCONNECT_EVENT_CALLBACK_EX on_disconnect,
-                           PVOID context, NDK_FN_REQUEST_COMPLETION, PVOID) {
-  return Connector::From(ndk).CompleteConnect({nullptr, on_disconnect, context});
+                           PVOID disconnect_context, NDK_FN_REQUEST_COMPLETION completion,
+                           PVOID context) {
+  return Connector::From(ndk).CompleteConnect({nullptr, on_disconnect, disconnect_context},
+                                              completion, context);
 }
 
 NTSTATUS Accept(NDK_CONNECTOR* ndk, NDK_QP* qp, ULONG inbound_limit, ULONG outbound_limit,
@@ -394,6 +475,19 @@ Connector::~Connector() {
   if (owns_endpoint_) cm.Unbind(this);
   ReleaseQp();
   if (listener_ != nullptr) listener_->ReleaseSuccessor();
+  if (shared_endpoint_ != nullptr) shared_endpoint_->ReleaseSuccessor();
+}
+
+bool Connector::Holds(const SocketAddress& local, const SocketAddress& peer) const {
+  if (!addresses_known_) return false;
+  switch (state_) {
+    case State::kIdle:
+    case State::kFailed:
+    case State::kDisconnected:
+      return false;
+    default:
+      return local_ == local && peer_ == peer;
+  }
 }
 
 void Connector::SetState(State next) {
@@ -546,6 +640,22 @@ void Connector::IndicateDisconnect() {
 
 // ==== Connector: active side ======================================================================
 
+namespace {
+
+// A wildcard local address becomes the NIC's first address of the family (ref §3.18).
+NTSTATUS ResolveLocal(const hw::Nic& nic, SocketAddress* local) {
+  if (!IsWildcard(local->address)) return STATUS_SUCCESS;
+  const auto& mine = nic.Addresses();
+  const auto it = std::find_if(mine.begin(), mine.end(), [&](const hw::NetworkAddress& a) {
+    return a.family == local->address.family;
+  });
+  if (it == mine.end()) return STATUS_INVALID_ADDRESS;
+  local->address = *it;
+  return STATUS_SUCCESS;
+}
+
+}  // namespace
+
 NTSTATUS Connector::Connect(NDK_QP* ndk_qp, const SOCKADDR* source, ULONG source_length,
                             const SOCKADDR* destination, ULONG destination_length,
                             ULONG inbound_limit, ULONG outbound_limit, const void* private_data,
@@ -569,49 +679,102 @@ NTSTATUS Connector::Connect(NDK_QP* ndk_qp, const SOCKADDR* source, ULONG source
   }
   if (local.address.family != peer.address.family) return STATUS_INVALID_ADDRESS;
   if (IsWildcard(peer.address) || peer.port == 0) return STATUS_INVALID_ADDRESS;
-  if (IsWildcard(local.address)) {
-    // Any local address of the family: the NIC's first one.
-    const auto& mine = driver.Nic().Addresses();
-    const auto it = std::find_if(mine.begin(), mine.end(), [&](const hw::NetworkAddress& a) {
-      return a.family == local.address.family;
-    });
-    if (it == mine.end()) return STATUS_INVALID_ADDRESS;
-    local.address = *it;
-  }
+  // From here on the outcomes are the ones ref §3.18 says "may occur inline or asynchronously".
+  NTSTATUS status = ResolveLocal(driver.Nic(), &local);
   // ref §3.18: the source must be an address of this adapter.
-  if (!driver.Nic().OwnsAddress(local.address)) return STATUS_INVALID_ADDRESS;
-  if (const NTSTATUS s = cm.Bind(&local, this, nullptr); s != STATUS_SUCCESS) return s;
+  if (status == STATUS_SUCCESS && !driver.Nic().OwnsAddress(local.address)) {
+    status = STATUS_INVALID_ADDRESS;
+  }
+  if (status == STATUS_SUCCESS) status = cm.Bind(&local, this, nullptr);
+  if (status == STATUS_SUCCESS) {
+    status = SendRequest(*qp, local, peer, inbound_limit, outbound_limit, private_data,
+                         private_data_length);
+    if (status != STATUS_SUCCESS) cm.Unbind(this);
+  }
+  if (status != STATUS_SUCCESS) {
+    // Nothing changed. The consumer may close this connector inside the callback (ref §4.4
+    // example): return at once.
+    return GetAdapter().FinishRequest(*this, status, completion, context, /*failure_may_pend=*/true);
+  }
+  owns_endpoint_ = true;
+  Start(State::kConnecting, completion, context);
+  return STATUS_PENDING;
+}
 
+NTSTATUS Connector::ConnectWithSharedEndpoint(NDK_QP* ndk_qp, NDK_SHARED_ENDPOINT* ndk_endpoint,
+                                              const SOCKADDR* destination,
+                                              ULONG destination_length, ULONG inbound_limit,
+                                              ULONG outbound_limit, const void* private_data,
+                                              ULONG private_data_length,
+                                              NDK_FN_REQUEST_COMPLETION completion,
+                                              void* context) {
+  ConnectionManager& cm = GetDriver().Cm();
+  if (state_ != State::kIdle) return STATUS_CONNECTION_ACTIVE;
+  if (completion == nullptr || ndk_endpoint == nullptr) return STATUS_INVALID_PARAMETER;
+  SharedEndpoint& endpoint = SharedEndpoint::From(ndk_endpoint);
+  if (&endpoint.GetAdapter() != &GetAdapter() || endpoint.Closing()) {
+    return STATUS_INVALID_PARAMETER;
+  }
+  Qp* qp = nullptr;
+  if (const NTSTATUS s = CheckQp(ndk_qp, &qp); s != STATUS_SUCCESS) return s;
+  if (const NTSTATUS s = CheckPrivateData(private_data, private_data_length, cm.MaxCallerData());
+      s != STATUS_SUCCESS) {
+    return s;
+  }
+  SocketAddress peer;
+  if (const NTSTATUS s = FromSockaddr(destination, destination_length, &peer); s != STATUS_SUCCESS) {
+    return s;
+  }
+  SocketAddress local = endpoint.Local();
+  if (local.address.family != peer.address.family) return STATUS_INVALID_ADDRESS;
+  if (IsWildcard(peer.address) || peer.port == 0) return STATUS_INVALID_ADDRESS;
+  NTSTATUS status = ResolveLocal(GetDriver().Nic(), &local);
+  if (status == STATUS_SUCCESS) {
+    status = SendRequest(*qp, local, peer, inbound_limit, outbound_limit, private_data,
+                         private_data_length);
+  }
+  if (status != STATUS_SUCCESS) {
+    return GetAdapter().FinishRequest(*this, status, completion, context, /*failure_may_pend=*/true);
+  }
+  // ref §4.6: one reference on the endpoint per connector using it.
+  shared_endpoint_ = &endpoint;
+  endpoint.AddSuccessor();
+  Start(State::kConnecting, completion, context);
+  return STATUS_PENDING;
+}
+
+NTSTATUS Connector::SendRequest(Qp& qp, const SocketAddress& local, const SocketAddress& peer,
+                                ULONG inbound_limit, ULONG outbound_limit,
+                                const void* private_data, ULONG private_data_length) {
+  Driver& driver = GetDriver();
+  ConnectionManager& cm = driver.Cm();
+  // ref §3.18: the same 4-tuple may carry one connection only.
+  if (cm.TupleInUse(local, peer)) return STATUS_ADDRESS_ALREADY_EXISTS;
   const HardwareProfile& p = driver.Profile();
   CmMessage req;
   req.type = CmType::kReq;
   req.source = local;
   req.destination = peer;
   req.source_connection = id_;
-  req.qpn = qp->Number().value;
+  req.qpn = qp.Number().value;
   req.initial_psn = cm.PeekPsn();
   req.inbound_read_limit = std::min<std::uint32_t>(inbound_limit, p.max_inbound_read_limit);
   req.outbound_read_limit = std::min<std::uint32_t>(outbound_limit, p.max_outbound_read_limit);
   req.private_data_length = static_cast<std::uint16_t>(private_data_length);
   if (private_data_length > 0) std::memcpy(req.private_data.data(), private_data, private_data_length);
-  if (!cm.Send(peer, req)) {
-    cm.Unbind(this);
-    return STATUS_HOST_UNREACHABLE;  // no node owns the destination; nothing changed
-  }
+  if (!cm.Send(peer, req)) return STATUS_HOST_UNREACHABLE;  // no node owns the destination
   // Committed.
   cm.TakePsn();
-  owns_endpoint_ = true;
   local_ = local;
   peer_ = peer;
   addresses_known_ = true;
   send_psn_ = req.initial_psn;
   inbound_limit_ = req.inbound_read_limit;
   outbound_limit_ = req.outbound_read_limit;
-  BindQp(*qp);
+  BindQp(qp);
   driver.Trace("connect conn {} qp {:#x} to port {} ird {} ord {} pdata {}", id_,
-               qp->Number().value, peer.port, inbound_limit_, outbound_limit_, private_data_length);
-  Start(State::kConnecting, completion, context);
-  return STATUS_PENDING;
+               qp.Number().value, peer.port, inbound_limit_, outbound_limit_, private_data_length);
+  return STATUS_SUCCESS;
 }
 
 void Connector::OnRep(const CmMessage& m) {
@@ -633,7 +796,8 @@ void Connector::OnRep(const CmMessage& m) {
   CompleteRequest(STATUS_SUCCESS);  // last
 }
 
-NTSTATUS Connector::CompleteConnect(const DisconnectHandler& on_disconnect) {
+NTSTATUS Connector::CompleteConnect(const DisconnectHandler& on_disconnect,
+                                    NDK_FN_REQUEST_COMPLETION completion, void* context) {
   if (state_ == State::kFailed && peer_gave_up_) return STATUS_CONNECTION_ABORTED;
   if (state_ != State::kReplied) return STATUS_CONNECTION_INVALID;
   NTSTATUS status = STATUS_SUCCESS;
@@ -648,7 +812,8 @@ NTSTATUS Connector::CompleteConnect(const DisconnectHandler& on_disconnect) {
   on_disconnect_ = on_disconnect;
   qp_->MarkConnected();
   SetState(State::kConnected);
-  return STATUS_SUCCESS;
+  // Errors above are inline; success may pend (ref §3.0).
+  return GetAdapter().FinishRequest(*this, STATUS_SUCCESS, completion, context);
 }
 
 // ==== Connector: passive side =====================================================================
@@ -782,7 +947,7 @@ NTSTATUS Connector::Disconnect(NDK_FN_REQUEST_COMPLETION completion, void* conte
     // The peer's side is already gone: flush ours and we are done (ref §3.18 implicit flush).
     BreakQp();
     SetState(State::kDisconnected);
-    return STATUS_SUCCESS;
+    return GetAdapter().FinishRequest(*this, STATUS_SUCCESS, completion, context);
   }
   if (state_ != State::kConnected) return STATUS_CONNECTION_INVALID;
   if (completion == nullptr) return STATUS_INVALID_PARAMETER;

@@ -16,6 +16,7 @@ namespace ndksim::provider {
 class Driver;
 class Listener;
 class Qp;
+class SharedEndpoint;
 
 // The consumer's disconnect-event callback, plain (1.x) or with a reason (2.1).
 struct DisconnectHandler {
@@ -58,7 +59,13 @@ class Connector final : public Object {
                    const SOCKADDR* destination, ULONG destination_length, ULONG inbound_limit,
                    ULONG outbound_limit, const void* private_data, ULONG private_data_length,
                    NDK_FN_REQUEST_COMPLETION completion, void* context);
-  NTSTATUS CompleteConnect(const DisconnectHandler& on_disconnect);
+  NTSTATUS ConnectWithSharedEndpoint(NDK_QP* qp, NDK_SHARED_ENDPOINT* endpoint,
+                                     const SOCKADDR* destination, ULONG destination_length,
+                                     ULONG inbound_limit, ULONG outbound_limit,
+                                     const void* private_data, ULONG private_data_length,
+                                     NDK_FN_REQUEST_COMPLETION completion, void* context);
+  NTSTATUS CompleteConnect(const DisconnectHandler& on_disconnect,
+                           NDK_FN_REQUEST_COMPLETION completion, void* context);
   NTSTATUS Accept(NDK_QP* qp, ULONG inbound_limit, ULONG outbound_limit, const void* private_data,
                   ULONG private_data_length, const DisconnectHandler& on_disconnect,
                   NDK_FN_REQUEST_COMPLETION completion, void* context);
@@ -68,6 +75,9 @@ class Connector final : public Object {
   NTSTATUS GetLocalAddress(SOCKADDR* address, ULONG* length) const;
   NTSTATUS GetPeerAddress(SOCKADDR* address, ULONG* length) const;
   NTSTATUS Disconnect(NDK_FN_REQUEST_COMPLETION completion, void* context);
+
+  // ref §3.18 ADDRESS_ALREADY_EXISTS: whether this connector holds the local/peer 4-tuple.
+  bool Holds(const SocketAddress& local, const SocketAddress& peer) const;
 
   // ---- CM events (interrupt path / timers) ----
   void OnMessage(const CmMessage& message);
@@ -85,6 +95,11 @@ class Connector final : public Object {
   };
 
   NTSTATUS CheckQp(NDK_QP* ndk_qp, Qp** out) const;
+  // The checks and the REQ both connect calls share, after the local endpoint is known. Bound
+  // endpoints are released by the caller when this fails.
+  NTSTATUS SendRequest(Qp& qp, const SocketAddress& local, const SocketAddress& peer,
+                       ULONG inbound_limit, ULONG outbound_limit, const void* private_data,
+                       ULONG private_data_length);
   NTSTATUS CheckPrivateData(const void* data, ULONG length, ULONG limit) const;
   void Start(State state, NDK_FN_REQUEST_COMPLETION completion, void* context);
   void BindQp(Qp& qp);
@@ -117,6 +132,7 @@ class Connector final : public Object {
   Qp* qp_ = nullptr;
   bool qp_connected_in_nic_ = false;
   Listener* listener_ = nullptr;  // passive connectors: the listener whose endpoint we share
+  SharedEndpoint* shared_endpoint_ = nullptr;  // NdkConnectWithSharedEndpoint (ref §4.6)
   bool owns_endpoint_ = false;    // active connectors bind their own local endpoint
   bool peer_gave_up_ = false;     // REJ while Replied: CompleteConnect reports CONNECTION_ABORTED
   bool disconnect_indicated_ = false;
@@ -148,8 +164,10 @@ class Listener final : public Object {
 
   NTSTATUS Listen(const SOCKADDR* address, ULONG length);
   NTSTATUS GetLocalAddress(SOCKADDR* address, ULONG* length) const;
-  // ref §4.6: from the moment close is requested, incoming requests are refused.
-  bool TakesRequests() const { return listening_ && !Closing(); }
+  // ref §4.6: from the moment close is requested, incoming requests are refused; ref §3.18:
+  // while connect events are paused, requests are treated as if nobody listened.
+  bool TakesRequests() const { return listening_ && !Closing() && !paused_; }
+  void ControlConnectEvents(bool pause) { paused_ = pause; }
   // An incoming REQ: a new connector, handed to the consumer's connect-event callback.
   void OnRequest(const CmMessage& request);
 
@@ -158,7 +176,29 @@ class Listener final : public Object {
   NDK_FN_CONNECT_EVENT_CALLBACK on_connect_;
   void* context_;
   bool listening_ = false;
+  bool paused_ = false;
   SocketAddress local_;
+};
+
+// NDK_SHARED_ENDPOINT (ref §4.6): a bound local address:port that several connectors connect
+// from. Each such connector is a successor, so the endpoint (and its binding) lives until the
+// endpoint and all of them are closed.
+class SharedEndpoint final : public Object {
+ public:
+  static NTSTATUS Create(Adapter& adapter, const SOCKADDR* address, ULONG length,
+                         NDK_SHARED_ENDPOINT** out);
+  explicit SharedEndpoint(Adapter& adapter);
+  ~SharedEndpoint() override;
+
+  static SharedEndpoint& From(NDK_SHARED_ENDPOINT* ndk) { return OwnerOf<SharedEndpoint>(ndk); }
+  NDK_SHARED_ENDPOINT* Ndk() { return &handle_.ndk; }
+  const SocketAddress& Local() const { return local_; }
+  NTSTATUS GetLocalAddress(SOCKADDR* address, ULONG* length) const;
+
+ private:
+  Handle<NDK_SHARED_ENDPOINT, SharedEndpoint> handle_;
+  SocketAddress local_;
+  bool bound_ = false;
 };
 
 // The node's connection-management agent: local endpoints (address:port bindings, ref §4.6),
@@ -184,6 +224,8 @@ class ConnectionManager {
 
   void Register(Connector& connector);
   void Unregister(const Connector& connector);
+  // ref §3.18: another connector already connects (or is connected) from `local` to `peer`.
+  bool TupleInUse(const SocketAddress& local, const SocketAddress& peer) const;
 
   // Sends `message` (fills in the source node). False when the fabric has no route.
   bool Send(const SocketAddress& destination, const CmMessage& message);

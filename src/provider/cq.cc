@@ -7,6 +7,7 @@
 
 #include "provider/driver.h"
 #include "provider/qp.h"
+#include "provider/srq.h"
 #include "provider/status.h"
 
 namespace ndksim::provider {
@@ -45,7 +46,13 @@ void FillCommon(const Driver& driver, Qp& qp, const hw::Cqe& cqe, Result& out) {
   // ref §2.4: defined for receives only; 0 elsewhere keeps results deterministic.
   out.BytesTransferred = receive ? cqe.byte_count : 0;
   out.QPContext = qp.Context();
-  out.RequestContext = receive ? qp.RetireReceive(cqe.wqe_counter) : qp.RetireSend(cqe.wqe_counter);
+  // An SRQ receive names a WQE of the QP's SRQ; QPContext is still the QP the message arrived on
+  // (ndksim's choice, ref §6 item 14).
+  if ((cqe.flags & hw::cqe_flag::kSrq) != 0 && qp.GetSrq() != nullptr) {
+    out.RequestContext = qp.GetSrq()->Retire(cqe.wqe_counter);
+  } else {
+    out.RequestContext = receive ? qp.RetireReceive(cqe.wqe_counter) : qp.RetireSend(cqe.wqe_counter);
+  }
 }
 
 void Convert(const Driver& driver, Qp& qp, const hw::Cqe& cqe, NDK_RESULT& out) {
@@ -108,9 +115,78 @@ void Cq::Arm(ULONG type) {
 }
 
 void Cq::Notify(NTSTATUS status) {
+  // ref §4.4: no notification once the consumer has asked to close the CQ.
+  if (Closing()) return;
   // Runs on the engine thread from the event DPC, one event at a time: callbacks of one CQ never
-  // overlap (ref §4.2).
+  // overlap (ref §4.2), and one that arrives while another runs waits for the next event.
+  in_callback_ = true;
   notify_(notify_context_, status);
+  // Still alive: a close from inside the callback pends on in_callback_ and finishes in a DPC.
+  in_callback_ = false;
+}
+
+std::uint32_t Cq::QueuedEntries() const {
+  std::uint32_t n = 0;
+  // acquire: as in Poll; an entry counted here has all its fields written.
+  while (n < entry_count_ &&
+         entries_[(poll_index_ + n) & (entry_count_ - 1)].owner.load(std::memory_order_acquire) ==
+             hw::OwnerParity(poll_index_ + n, entry_count_)) {
+    ++n;
+  }
+  return n;
+}
+
+NTSTATUS Cq::Resize(ULONG depth) {
+  Driver& driver = GetDriver();
+  if (depth == 0 || depth > driver.Profile().max_cq_depth) return STATUS_INVALID_PARAMETER;
+  const std::uint32_t queued = QueuedEntries();
+  if (queued > depth) return STATUS_BUFFER_OVERFLOW;  // NDSPI analogue: CQ left unchanged
+  const auto entry_count = std::bit_ceil(std::max<std::uint32_t>(depth, 2));
+  auto entries = std::make_unique<hw::Cqe[]>(entry_count);
+  // The consumer index runs on across the resize: slot j is next written for the first index
+  // i >= poll_index_ with i % entry_count == j, so it starts as "not yet written" for that pass.
+  for (std::uint32_t k = 0; k < entry_count; ++k) {
+    const std::uint32_t i = poll_index_ + k;
+    entries[i & (entry_count - 1)].owner.store(hw::OwnerParity(i, entry_count) ^ 1u,
+                                               std::memory_order_relaxed);
+  }
+  // The unread entries move first, in order; CQEs still in flight land after them (ref §3.12:
+  // no completion is lost).
+  for (std::uint32_t k = 0; k < queued; ++k) {
+    const std::uint32_t i = poll_index_ + k;
+    const hw::Cqe& from = entries_[i & (entry_count_ - 1)];
+    hw::Cqe& to = entries[i & (entry_count - 1)];
+    to.qpn = from.qpn;
+    to.wqe_counter = from.wqe_counter;
+    to.byte_count = from.byte_count;
+    to.invalidated_key = from.invalidated_key;
+    to.vendor_error = from.vendor_error;
+    to.opcode = from.opcode;
+    to.syndrome = from.syndrome;
+    to.flags = from.flags;
+    to.owner.store(hw::OwnerParity(i, entry_count), std::memory_order_relaxed);
+  }
+  const hw::CompletionQueueMemory memory{entries.get(), entry_count, &consumer_index_};
+  const hw::CommandStatus status = driver.Nic().ResizeCq(number_, memory, queued);
+  if (status != hw::CommandStatus::kOk) return CommandToNtStatus(status);
+  entries_ = std::move(entries);
+  entry_count_ = entry_count;
+  depth_ = depth;
+  driver.Trace("resize cq {} depth {} entries {} moved {}", number_.value, depth, entry_count, queued);
+  return STATUS_SUCCESS;
+}
+
+NTSTATUS Cq::ControlModeration(ULONG interval_us, ULONG count) {
+  Driver& driver = GetDriver();
+  // ref §3.14: mandated without the adapter flag, never returned with it.
+  if (!driver.Profile().cq_interrupt_moderation) return STATUS_NOT_SUPPORTED;
+  const bool count_off = count == MAXULONG || count > depth_;
+  if (interval_us == MAXULONG && count_off) return STATUS_INVALID_PARAMETER_MIX;
+  const hw::CqModeration moderation{interval_us, count_off ? hw::CqModeration::kUnlimited : count};
+  const hw::CommandStatus status = driver.Nic().ModerateCq(number_, moderation);
+  if (status != hw::CommandStatus::kOk) return CommandToNtStatus(status);
+  driver.Trace("moderate cq {} interval {}us count {}", number_.value, interval_us, count);
+  return STATUS_SUCCESS;
 }
 
 // ---- creation ----------------------------------------------------------------------------------
@@ -123,8 +199,10 @@ NTSTATUS CloseCq(NDK_OBJECT_HEADER* header, NDK_FN_CLOSE_COMPLETION completion, 
   return cq.GetAdapter().Close(cq, completion, context);
 }
 
-NTSTATUS ResizeCq(NDK_CQ*, ULONG, NDK_FN_REQUEST_COMPLETION, PVOID) {
-  return STATUS_NOT_SUPPORTED;  // ref §3.12: only with NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED
+// The command interface is synchronous; the report may still pend per the async setting (ref §3.0).
+NTSTATUS ResizeCq(NDK_CQ* ndk, ULONG depth, NDK_FN_REQUEST_COMPLETION completion, PVOID context) {
+  Cq& cq = Cq::From(ndk);
+  return cq.GetAdapter().FinishRequest(cq, cq.Resize(depth), completion, context);
 }
 
 VOID ArmCq(NDK_CQ* ndk, ULONG type) { Cq::From(ndk).Arm(type); }
@@ -133,8 +211,8 @@ ULONG GetCqResults(NDK_CQ* ndk, NDK_RESULT results[], ULONG n) {
   return Cq::From(ndk).Poll(results, n);
 }
 
-NTSTATUS ControlCqInterruptModeration(NDK_CQ*, ULONG, ULONG) {
-  return STATUS_NOT_SUPPORTED;  // ref §3.14: mandated without the adapter flag
+NTSTATUS ControlCqInterruptModeration(NDK_CQ* ndk, ULONG interval_us, ULONG count) {
+  return Cq::From(ndk).ControlModeration(interval_us, count);
 }
 
 ULONG GetCqResultsEx(NDK_CQ* ndk, NDK_RESULT_EX results[], ULONG n) {
@@ -160,7 +238,7 @@ NTSTATUS Cq::Create(Adapter& adapter, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBA
   if (depth == 0 || depth > driver.Profile().max_cq_depth) return STATUS_INVALID_PARAMETER;
   // At least two entries so that the owner parity of a one-entry ring still alternates usefully.
   const auto entry_count = std::bit_ceil(std::max<std::uint32_t>(depth, 2));
-  auto cq = std::make_unique<Cq>(adapter, entry_count, notify, notify_context);
+  auto cq = std::make_unique<Cq>(adapter, depth, entry_count, notify, notify_context);
   const hw::CqCreate create{
       hw::CompletionQueueMemory{cq->entries_.get(), entry_count, &cq->consumer_index_},
       /*interrupt_vector=*/0};
@@ -173,11 +251,12 @@ NTSTATUS Cq::Create(Adapter& adapter, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBA
   return STATUS_SUCCESS;
 }
 
-Cq::Cq(Adapter& adapter, std::uint32_t entry_count, NDK_FN_CQ_NOTIFICATION_CALLBACK notify,
-       void* notify_context)
+Cq::Cq(Adapter& adapter, std::uint32_t depth, std::uint32_t entry_count,
+       NDK_FN_CQ_NOTIFICATION_CALLBACK notify, void* notify_context)
     : Object(adapter, NdkObjectTypeCq),
       notify_(notify),
       notify_context_(notify_context),
+      depth_(depth),
       entry_count_(entry_count),
       entries_(std::make_unique<hw::Cqe[]>(entry_count)) {
   InitNdk(handle_.ndk, adapter.Version(), NdkObjectTypeCq, &kCqDispatch);

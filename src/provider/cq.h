@@ -18,8 +18,8 @@ class Cq final : public Object {
   // ref §3.16: depth 1..MaxCqDepth and a notification callback, else STATUS_INVALID_PARAMETER.
   static NTSTATUS Create(Adapter& adapter, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBACK notify,
                          void* notify_context, NDK_CQ** out);
-  Cq(Adapter& adapter, std::uint32_t entry_count, NDK_FN_CQ_NOTIFICATION_CALLBACK notify,
-     void* notify_context);
+  Cq(Adapter& adapter, std::uint32_t depth, std::uint32_t entry_count,
+     NDK_FN_CQ_NOTIFICATION_CALLBACK notify, void* notify_context);
   ~Cq() override;
 
   static Cq& From(NDK_CQ* ndk) { return OwnerOf<Cq>(ndk); }
@@ -33,15 +33,28 @@ class Cq final : public Object {
   void Arm(ULONG type);
   // Interrupt path: the NIC matched an arm (SUCCESS) or the CQ failed (ref §3.13).
   void Notify(NTSTATUS status);
+  // NdkResizeCq (ref §3.12): INVALID_PARAMETER for 0 or > MaxCqDepth; BUFFER_OVERFLOW (NDSPI
+  // analogue) if more entries are queued than `depth`, the CQ unchanged. Inline, never pends.
+  NTSTATUS Resize(ULONG depth);
+  // NdkControlCqInterruptModeration (ref §3.14).
+  NTSTATUS ControlModeration(ULONG interval_us, ULONG count);
+
+  // ref §4.4: a close from inside the notification callback stays pending until it returns.
+  bool HasPendingRequests() const override { return in_callback_; }
 
  private:
+  // Entries the NIC has written that the consumer has not polled yet.
+  std::uint32_t QueuedEntries() const;
+
   Handle<NDK_CQ, Cq> handle_;
   NDK_FN_CQ_NOTIFICATION_CALLBACK notify_;
   void* notify_context_;
-  const std::uint32_t entry_count_;  // a power of two
+  std::uint32_t depth_;               // what the consumer asked for (moderation counts above it)
+  std::uint32_t entry_count_;         // a power of two; changes only by Resize
   std::unique_ptr<hw::Cqe[]> entries_;
   hw::CqNumber number_;
   bool created_ = false;
+  bool in_callback_ = false;  // the notification callback is running (engine thread)
   // Next CQE to read. Owned by the consumer's polling/arming, which it serialises (ref §4.2).
   std::uint32_t poll_index_ = 0;
   // The consumer index the NIC reads (acquire) for overrun detection and arming; we publish it

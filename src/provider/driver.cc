@@ -10,6 +10,7 @@
 #include "provider/connection.h"
 #include "provider/cq.h"
 #include "provider/qp.h"
+#include "provider/srq.h"
 
 namespace ndksim::provider {
 
@@ -29,13 +30,16 @@ bool Negotiate(NDK_VERSION requested, NDK_VERSION* granted) {
 
 }  // namespace
 
-Driver::Driver(hw::Nic& nic, hw::Host& host, Tracer& tracer)
+Driver::Driver(hw::Nic& nic, hw::Host& host, Tracer& tracer, AsyncCompletion async_completion,
+               std::uint64_t seed)
     : nic_(nic),
       host_(host),
       tracer_(tracer),
       completion_status_(nic.Profile().remote_access_error),
       event_queue_(kEventQueueEntries),
-      cm_(std::make_unique<ConnectionManager>(*this)) {
+      cm_(std::make_unique<ConnectionManager>(*this)),
+      async_completion_(async_completion),
+      completion_rng_(seed ^ (0x9e3779b97f4a7c15ull * (nic.Id() + 1))) {
   nic_.SetEventQueue(&event_queue_, /*interrupt_vector=*/0);
   host_.SetInterruptHandler([this](std::uint32_t vector) { OnInterrupt(vector); });
 }
@@ -76,6 +80,11 @@ void Driver::RegisterQp(hw::Qpn qpn, Qp* qp) {
 void Driver::RegisterCq(hw::CqNumber cq, Cq* object) {
   // release: pairs with the acquire load in FindCq.
   cqs_.Slot(cq.value).store(object, std::memory_order_release);
+}
+
+void Driver::RegisterSrq(hw::SrqNumber srq, Srq* object) {
+  // release: pairs with the acquire load in FindSrq.
+  srqs_.Slot(srq.value).store(object, std::memory_order_release);
 }
 
 void Driver::RingDoorbell(const hw::Doorbell& doorbell) {
@@ -132,6 +141,9 @@ void Driver::DispatchEvent(const hw::EventEntry& entry) {
       if (Connector* connector = qp->BoundConnector()) connector->OnConnectionAbort();
       return;
     }
+    case hw::EventType::kSrqLimit:
+      if (Srq* srq = FindSrq(entry.object)) srq->Notify(STATUS_SUCCESS);
+      return;
     case hw::EventType::kManagement: {
       const std::size_t n = std::min<std::size_t>(entry.payload_bytes, entry.payload.size());
       cm_->OnDatagram(std::span<const std::byte>(entry.payload.data(), n));
@@ -139,6 +151,23 @@ void Driver::DispatchEvent(const hw::EventEntry& entry) {
     }
   }
   Trace("unknown event type {}", static_cast<unsigned>(entry.type));
+}
+
+// ---- asynchronous completion (ref §3.0, §4.5) ----------------------------------------------------
+
+Driver::Completion Driver::ChooseCompletion() {
+  switch (async_completion_) {
+    case AsyncCompletion::kInline: return Completion::kInline;
+    case AsyncCompletion::kPending: return Completion::kDpc;
+    case AsyncCompletion::kPendingInCall: return Completion::kInCall;
+    case AsyncCompletion::kMixed: break;
+  }
+  // splitmix64: cheap, and every node's sequence is fixed by the fabric seed.
+  std::uint64_t z = (completion_rng_ += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return (z & 1) != 0 ? Completion::kDpc : Completion::kInline;
 }
 
 // ---- deferred work -------------------------------------------------------------------------------

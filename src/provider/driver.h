@@ -16,6 +16,7 @@
 #include "hwmodel/nic.h"
 #include "hwmodel/ring.h"
 #include "ndkpi.h"
+#include "ndksim/fabric.h"
 #include "ndksim/trace.h"
 #include "provider/index_table.h"
 #include "provider/memory.h"
@@ -27,6 +28,7 @@ namespace ndksim::provider {
 class ConnectionManager;
 class Cq;
 class Qp;
+class Srq;
 
 // NDK versions this provider implements (ref §1.1): the highest minor of each major.
 inline constexpr NDK_VERSION kHighestVersion1 = {1, 2};
@@ -34,7 +36,8 @@ inline constexpr NDK_VERSION kHighestVersion2 = {2, 1};
 
 class Driver {
  public:
-  Driver(hw::Nic& nic, hw::Host& host, Tracer& tracer);
+  Driver(hw::Nic& nic, hw::Host& host, Tracer& tracer,
+         AsyncCompletion async_completion = AsyncCompletion::kInline, std::uint64_t seed = 1);
   ~Driver();
   Driver(const Driver&) = delete;
   Driver& operator=(const Driver&) = delete;
@@ -60,6 +63,12 @@ class Driver {
   // (any thread) and the interrupt path.
   void RegisterQp(hw::Qpn qpn, Qp* qp);
   void RegisterCq(hw::CqNumber cq, Cq* object);
+  void RegisterSrq(hw::SrqNumber srq, Srq* object);
+  Srq* FindSrq(std::uint32_t srq) const {
+    const auto* slot = srqs_.Find(srq);
+    // acquire: pairs with the release store in RegisterSrq.
+    return slot == nullptr ? nullptr : slot->load(std::memory_order_acquire);
+  }
   Qp* FindQp(std::uint32_t qpn) const {
     const auto* slot = qps_.Find(qpn);
     // acquire: pairs with the release store in RegisterQp; the Qp is fully constructed.
@@ -82,6 +91,13 @@ class Driver {
   // Deferred work: a DPC (now, after the current call returns) or a kernel timer. Whoever starts
   // work cancels it when it stops caring (e.g. the object dies), so late events find nothing.
   WorkId QueueDpc(std::function<void()> fn);
+  // Runs queued work now (if it is still queued): adapter close drains its pending completions.
+  void RunNow(WorkId id) { RunWork(id); }
+
+  // ref §3.0, §4.5: how the next maybe-asynchronous call completes, per the fabric's setting.
+  // kMixed draws from a generator seeded by the fabric seed and the node, so runs repeat.
+  enum class Completion : std::uint8_t { kInline, kDpc, kInCall };
+  Completion ChooseCompletion();
   WorkId StartTimer(Duration delay, std::function<void()> fn);
   void Cancel(WorkId id);
 
@@ -104,9 +120,13 @@ class Driver {
 
   IndexTable<std::atomic<Qp*>> qps_;
   IndexTable<std::atomic<Cq*>> cqs_;
+  IndexTable<std::atomic<Srq*>> srqs_;
   MemoryTable memory_;
   std::unique_ptr<ConnectionManager> cm_;
   std::vector<std::unique_ptr<Adapter>> adapters_;
+
+  const AsyncCompletion async_completion_;
+  std::uint64_t completion_rng_;  // splitmix64 state for kMixed
 
   std::unordered_map<WorkId, std::function<void()>> work_;
   WorkId next_work_ = 1;

@@ -1,9 +1,11 @@
-// NDK_PD and NDK_MR: protection domains, memory registration (ref §3.15) and the driver's table
-// of registrations used by the posting path.
+// NDK_PD, NDK_MR and NDK_MW: protection domains and their privileged token, memory registration and
+// fast-register regions (ref §3.15), memory windows (ref §3.6), and the driver's table of
+// registrations used by the posting path.
 #include "provider/memory.h"
 
 #include "provider/driver.h"
 #include "provider/qp.h"
+#include "provider/srq.h"
 #include "provider/status.h"
 
 namespace ndksim::provider {
@@ -11,10 +13,11 @@ namespace ndksim::provider {
 // ---- MemoryTable -------------------------------------------------------------------------------
 
 void MemoryTable::Publish(hw::MemoryKey key, hw::PdNumber pd, std::uint64_t address,
-                          std::uint64_t length, std::uint32_t access) {
+                          std::uint64_t length, std::uint32_t access, bool privileged) {
   MemoryEntry& e = entries_.Slot(key.Index());
   e.pd = pd.value;
   e.access = access;
+  e.privileged = privileged;
   e.address = address;
   e.length = length;
   // release: pairs with the acquire load in CoversLocal; the fields above are visible to any
@@ -38,34 +41,58 @@ NTSTATUS ClosePd(NDK_OBJECT_HEADER* header, NDK_FN_CLOSE_COMPLETION completion, 
   return pd.GetAdapter().Close(pd, completion, context);
 }
 
-NTSTATUS CreateMr(NDK_PD* ndk, BOOLEAN fast_register, NDK_FN_CREATE_COMPLETION, PVOID,
-                  NDK_MR** out) {
-  return Mr::Create(Pd::From(ndk), fast_register, out);
+NTSTATUS CreateMr(NDK_PD* ndk, BOOLEAN fast_register, NDK_FN_CREATE_COMPLETION completion,
+                  PVOID context, NDK_MR** out) {
+  Pd& pd = Pd::From(ndk);
+  return CreateMaybeAsync(pd.GetAdapter(), completion, context, out,
+                          [&](NDK_MR** o) { return Mr::Create(pd, fast_register, o); });
 }
 
-NTSTATUS CreateMw(NDK_PD*, NDK_FN_CREATE_COMPLETION, PVOID, NDK_MW**) {
-  return STATUS_NOT_SUPPORTED;
+NTSTATUS CreateMw(NDK_PD* ndk, NDK_FN_CREATE_COMPLETION completion, PVOID context, NDK_MW** out) {
+  Pd& pd = Pd::From(ndk);
+  return CreateMaybeAsync(pd.GetAdapter(), completion, context, out,
+                          [&](NDK_MW** o) { return Mw::Create(pd, o); });
 }
 
-NTSTATUS CreateSrq(NDK_PD*, ULONG, ULONG, ULONG, NDK_FN_SRQ_NOTIFICATION_CALLBACK, PVOID,
-                   GROUP_AFFINITY*, NDK_FN_CREATE_COMPLETION, PVOID, NDK_SRQ**) {
-  return STATUS_NOT_SUPPORTED;  // MaxSrqDepth is reported as 0
+NTSTATUS CreateSrq(NDK_PD* ndk, ULONG depth, ULONG max_sge, ULONG threshold,
+                   NDK_FN_SRQ_NOTIFICATION_CALLBACK notify, PVOID notify_context,
+                   GROUP_AFFINITY* /*affinity: a hint*/, NDK_FN_CREATE_COMPLETION completion,
+                   PVOID context, NDK_SRQ** out) {
+  Pd& pd = Pd::From(ndk);
+  return CreateMaybeAsync(pd.GetAdapter(), completion, context, out, [&](NDK_SRQ** o) {
+    return Srq::Create(pd, depth, max_sge, threshold, notify, notify_context, o);
+  });
 }
 
 NTSTATUS CreateQp(NDK_PD* ndk, NDK_CQ* receive_cq, NDK_CQ* initiator_cq, PVOID qp_context,
                   ULONG receive_depth, ULONG initiator_depth, ULONG receive_sge,
-                  ULONG initiator_sge, ULONG inline_bytes, NDK_FN_CREATE_COMPLETION, PVOID,
-                  NDK_QP** out) {
+                  ULONG initiator_sge, ULONG inline_bytes, NDK_FN_CREATE_COMPLETION completion,
+                  PVOID context, NDK_QP** out) {
   const Qp::Limits limits{receive_depth, initiator_depth, receive_sge, initiator_sge, inline_bytes};
-  return Qp::Create(Pd::From(ndk), receive_cq, initiator_cq, qp_context, limits, out);
+  Pd& pd = Pd::From(ndk);
+  return CreateMaybeAsync(pd.GetAdapter(), completion, context, out, [&](NDK_QP** o) {
+    return Qp::Create(pd, receive_cq, initiator_cq, qp_context, limits, o);
+  });
 }
 
-NTSTATUS CreateQpWithSrq(NDK_PD*, NDK_CQ*, NDK_CQ*, NDK_SRQ*, PVOID, ULONG, ULONG, ULONG,
-                         NDK_FN_CREATE_COMPLETION, PVOID, NDK_QP**) {
-  return STATUS_NOT_SUPPORTED;
+// ref §3.16: as NdkCreateQp without the receive-queue limits; receives come from `srq`.
+NTSTATUS CreateQpWithSrq(NDK_PD* ndk, NDK_CQ* receive_cq, NDK_CQ* initiator_cq, NDK_SRQ* srq,
+                         PVOID qp_context, ULONG initiator_depth, ULONG initiator_sge,
+                         ULONG inline_bytes, NDK_FN_CREATE_COMPLETION completion, PVOID context,
+                         NDK_QP** out) {
+  if (srq == nullptr) return STATUS_INVALID_PARAMETER;
+  const Qp::Limits limits{0, initiator_depth, 0, initiator_sge, inline_bytes};
+  Pd& pd = Pd::From(ndk);
+  Srq& shared = Srq::From(srq);
+  return CreateMaybeAsync(pd.GetAdapter(), completion, context, out, [&](NDK_QP** o) {
+    return Qp::Create(pd, receive_cq, initiator_cq, qp_context, limits, o, &shared);
+  });
 }
 
-VOID GetPrivilegedMemoryRegionToken(NDK_PD*, UINT32*) {}  // not supported yet
+// ref §3.15: the PD's one privileged token (local read+write on logical addresses, never remote).
+VOID GetPrivilegedMemoryRegionToken(NDK_PD* ndk, UINT32* token) {
+  if (token != nullptr) *token = Pd::From(ndk).PrivilegedToken();
+}
 
 const NDK_PD_DISPATCH kPdDispatch = {
     ClosePd,
@@ -86,7 +113,15 @@ NTSTATUS Pd::Create(Adapter& adapter, NDK_PD** out) {
   hw::PdNumber number;
   const hw::CommandStatus status = driver.Nic().AllocatePd(&number);
   if (status != hw::CommandStatus::kOk) return CommandToNtStatus(status);
+  hw::MemoryKey privileged;
+  if (const hw::CommandStatus s = driver.Nic().AllocatePrivilegedKey(number, &privileged); s != hw::CommandStatus::kOk) {
+    driver.Nic().FreePd(number);
+    return CommandToNtStatus(s);
+  }
   Pd& pd = adapter.Adopt(std::make_unique<Pd>(adapter, number));
+  pd.privileged_key_ = privileged;
+  // ref §2.2: SGEs with this token carry logical addresses; no range applies.
+  driver.Memory().Publish(privileged, number, 0, 0, hw::access::kLocalWrite, /*privileged=*/true);
   driver.Trace("create pd {}", number.value);
   *out = pd.Ndk();
   return STATUS_SUCCESS;
@@ -97,7 +132,14 @@ Pd::Pd(Adapter& adapter, hw::PdNumber number) : Object(adapter, NdkObjectTypePd)
   handle_.owner = this;
 }
 
-Pd::~Pd() { GetDriver().Nic().FreePd(number_); }
+Pd::~Pd() {
+  Driver& driver = GetDriver();
+  if (privileged_key_.value != 0) {
+    driver.Memory().Revoke(privileged_key_);
+    driver.Nic().FreeMemoryKey(privileged_key_);
+  }
+  driver.Nic().FreePd(number_);
+}
 
 // ---- MR ----------------------------------------------------------------------------------------
 
@@ -148,17 +190,23 @@ NTSTATUS CloseMr(NDK_OBJECT_HEADER* header, NDK_FN_CLOSE_COMPLETION completion, 
   return mr.GetAdapter().Close(mr, completion, context);
 }
 
-NTSTATUS RegisterMr(NDK_MR* ndk, MDL* mdl, SIZE_T length, ULONG flags, NDK_FN_REQUEST_COMPLETION,
-                    PVOID) {
-  return Mr::From(ndk).Register(mdl, length, flags);
+// Both may pend per the async setting (ref §3.0); FinishRequest keeps failures inline.
+NTSTATUS RegisterMr(NDK_MR* ndk, MDL* mdl, SIZE_T length, ULONG flags,
+                    NDK_FN_REQUEST_COMPLETION completion, PVOID context) {
+  Mr& mr = Mr::From(ndk);
+  return mr.GetAdapter().FinishRequest(mr, mr.Register(mdl, length, flags), completion, context);
 }
 
-NTSTATUS DeregisterMr(NDK_MR* ndk, NDK_FN_REQUEST_COMPLETION, PVOID) {
-  return Mr::From(ndk).Deregister();
+NTSTATUS DeregisterMr(NDK_MR* ndk, NDK_FN_REQUEST_COMPLETION completion, PVOID context) {
+  Mr& mr = Mr::From(ndk);
+  return mr.GetAdapter().FinishRequest(mr, mr.Deregister(), completion, context);
 }
 
-NTSTATUS InitializeFastRegisterMr(NDK_MR*, ULONG, BOOLEAN, NDK_FN_REQUEST_COMPLETION, PVOID) {
-  return STATUS_NOT_SUPPORTED;
+NTSTATUS InitializeFastRegisterMr(NDK_MR* ndk, ULONG page_count, BOOLEAN remote_access,
+                                  NDK_FN_REQUEST_COMPLETION completion, PVOID context) {
+  Mr& mr = Mr::From(ndk);
+  return mr.GetAdapter().FinishRequest(mr, mr.InitializeFastRegister(page_count, remote_access), completion,
+                                       context);
 }
 
 // Local token = remote token = the NIC's memory key (the token index selects the NIC's table entry).
@@ -179,8 +227,9 @@ const NDK_MR_DISPATCH kMrDispatch = {
 
 NTSTATUS Mr::Create(Pd& pd, BOOLEAN fast_register, NDK_MR** out) {
   if (out == nullptr) return STATUS_INVALID_PARAMETER;
-  if (fast_register) return STATUS_NOT_SUPPORTED;  // fast-register MRs come with NdkFastRegister
   Mr& mr = pd.GetAdapter().Adopt(std::make_unique<Mr>(pd));
+  // ref §3.15: TRUE = only InitializeFastRegisterMr/NdkFastRegister; FALSE = only NdkRegisterMr.
+  mr.fast_register_ = fast_register != FALSE;
   pd.GetDriver().Trace("create mr on pd {}", pd.Number().value);
   *out = mr.Ndk();
   return STATUS_SUCCESS;
@@ -194,11 +243,16 @@ Mr::Mr(Pd& pd) : Object(pd.GetAdapter(), NdkObjectTypeMr), pd_(pd) {
 
 Mr::~Mr() {
   if (registered_) Deregister();
+  if (fr_allocated_) {
+    GetDriver().Memory().Revoke(key_);
+    GetDriver().Nic().FreeMemoryKey(key_);
+  }
   pd_.ReleaseSuccessor();
 }
 
 NTSTATUS Mr::Register(const MDL* mdl, SIZE_T length, ULONG flags) {
   Driver& driver = GetDriver();
+  if (fast_register_) return STATUS_INVALID_DEVICE_REQUEST;  // ref §3.15: an FR MR never registers
   if (registered_) return STATUS_INVALID_DEVICE_STATE;
   if (mdl == nullptr || length == 0 || !ValidMrFlags(flags)) return STATUS_INVALID_PARAMETER;
   if (length > driver.Profile().max_registration_bytes) return STATUS_INVALID_PARAMETER;
@@ -215,6 +269,9 @@ NTSTATUS Mr::Register(const MDL* mdl, SIZE_T length, ULONG flags) {
   if (status != hw::CommandStatus::kOk) return CommandToNtStatus(status);
   key_ = key;
   registered_ = true;
+  address_ = va;
+  length_ = length;
+  access_ = access;
   driver.Memory().Publish(key, pd_.Number(), va, length, access);
   // No VA in the trace: host addresses differ between runs, traces must not (DESIGN.md).
   driver.Trace("register mr {:#x} length {} access {:#x}", key.value, length, access);
@@ -223,13 +280,100 @@ NTSTATUS Mr::Register(const MDL* mdl, SIZE_T length, ULONG flags) {
 
 NTSTATUS Mr::Deregister() {
   Driver& driver = GetDriver();
+  if (fast_register_) return STATUS_INVALID_DEVICE_REQUEST;
   if (!registered_) return STATUS_INVALID_DEVICE_STATE;
+  // NDSPI analogue (ref §3.6): kBusy -> STATUS_DEVICE_BUSY while a window is bound inside.
   const hw::CommandStatus status = driver.Nic().DeregisterMemory(key_);
   if (status != hw::CommandStatus::kOk) return CommandToNtStatus(status);
   driver.Memory().Revoke(key_);
   registered_ = false;
   driver.Trace("deregister mr {:#x}", key_.value);
   return STATUS_SUCCESS;
+}
+
+NTSTATUS Mr::InitializeFastRegister(ULONG page_count, BOOLEAN remote_access) {
+  Driver& driver = GetDriver();
+  if (!fast_register_) return STATUS_INVALID_DEVICE_REQUEST;  // ref §3.15
+  if (page_count == 0) return STATUS_INVALID_PARAMETER;
+  if (page_count > driver.Profile().frmr_page_count) return STATUS_IMPLEMENTATION_LIMIT;
+  // May be called again (ref §3.15): the new entry replaces the old one.
+  hw::MemoryKey key;
+  const hw::CommandStatus status =
+      driver.Nic().AllocateFastRegisterKey(pd_.Number(), page_count, remote_access != FALSE, &key);
+  if (status != hw::CommandStatus::kOk) return CommandToNtStatus(status);
+  if (fr_allocated_) {
+    driver.Memory().Revoke(key_);
+    driver.Nic().FreeMemoryKey(key_);
+  }
+  key_ = key;
+  fr_allocated_ = true;
+  remote_access_ = remote_access != FALSE;
+  page_capacity_ = page_count;
+  pages_ = std::make_unique<std::uint64_t[]>(page_count);
+  driver.Trace("initialize fr mr {:#x} pages {} remote {}", key.value, page_count, remote_access_);
+  return STATUS_SUCCESS;
+}
+
+void Mr::FastRegisterPosted(hw::MemoryKey key, std::uint64_t address, std::uint64_t length, std::uint32_t access) {
+  Driver& driver = GetDriver();
+  driver.Memory().Revoke(key_);
+  key_ = key;
+  driver.Memory().Publish(key, pd_.Number(), address, length, access);
+}
+
+void Mr::InvalidatePosted() { GetDriver().Memory().Revoke(key_); }
+
+// ---- MW ----------------------------------------------------------------------------------------
+
+namespace {
+
+NTSTATUS CloseMw(NDK_OBJECT_HEADER* header, NDK_FN_CLOSE_COMPLETION completion, PVOID context) {
+  Mw& mw = OwnerOfHeader<Mw, NDK_MW>(header);
+  mw.GetDriver().Trace("close mw {:#x}", mw.Token());
+  return mw.GetAdapter().Close(mw, completion, context);
+}
+
+// ref §3.6: valid as soon as NdkBind returns (the bind posted the new key byte).
+UINT32 GetRemoteTokenFromMw(NDK_MW* ndk) { return Mw::From(ndk).Token(); }
+
+const NDK_MW_DISPATCH kMwDispatch = {
+    CloseMw,
+    NdkQueryExtensionNotSupported,
+    GetRemoteTokenFromMw,
+};
+
+}  // namespace
+
+NTSTATUS Mw::Create(Pd& pd, NDK_MW** out) {
+  if (out == nullptr) return STATUS_INVALID_PARAMETER;
+  Driver& driver = pd.GetDriver();
+  hw::MemoryKey key;
+  const hw::CommandStatus status = driver.Nic().AllocateWindowKey(pd.Number(), &key);
+  if (status != hw::CommandStatus::kOk) return CommandToNtStatus(status);
+  Mw& mw = pd.GetAdapter().Adopt(std::make_unique<Mw>(pd, key));
+  driver.Trace("create mw {:#x} on pd {}", key.value, pd.Number().value);
+  *out = mw.Ndk();
+  return STATUS_SUCCESS;
+}
+
+Mw::Mw(Pd& pd, hw::MemoryKey key) : Object(pd.GetAdapter(), NdkObjectTypeMw), pd_(pd), key_(key) {
+  InitNdk(handle_.ndk, pd.Version(), NdkObjectTypeMw, &kMwDispatch);
+  handle_.owner = this;
+  pd_.AddSuccessor();
+}
+
+Mw::~Mw() {
+  GetDriver().Nic().FreeMemoryKey(key_);  // unbinds it if bound
+  if (bound_mr_ != nullptr) bound_mr_->ReleaseSuccessor();
+  pd_.ReleaseSuccessor();
+}
+
+void Mw::BindPosted(hw::MemoryKey key, Mr& mr) {
+  key_ = key;
+  if (bound_mr_ == &mr) return;
+  mr.AddSuccessor();
+  if (bound_mr_ != nullptr) bound_mr_->ReleaseSuccessor();
+  bound_mr_ = &mr;
 }
 
 }  // namespace ndksim::provider

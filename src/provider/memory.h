@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 
 #include "hwmodel/host_interface.h"
 #include "hwmodel/nic.h"
@@ -21,6 +22,7 @@ struct MemoryEntry {
   std::atomic<std::uint64_t> tagged_token{0};
   std::uint32_t pd = 0;
   std::uint32_t access = 0;
+  bool privileged = false;  // the PD's privileged token: any logical address (ref §2.2)
   std::uint64_t address = 0;
   std::uint64_t length = 0;
 };
@@ -28,7 +30,7 @@ struct MemoryEntry {
 class MemoryTable {
  public:
   void Publish(hw::MemoryKey key, hw::PdNumber pd, std::uint64_t address, std::uint64_t length,
-               std::uint32_t access);
+               std::uint32_t access, bool privileged = false);
   void Revoke(hw::MemoryKey key);
 
   // ref §2.2, §4.1: a non-inline SGE must name, by its token, a live registration of the QP's
@@ -43,6 +45,7 @@ class MemoryTable {
       return false;  // never registered, deregistered, or stale key byte
     }
     if (e->pd != pd.value) return false;
+    if (e->privileged) return sge.VirtualAddress != nullptr;  // a logical address, unbounded
     const auto va = reinterpret_cast<std::uint64_t>(sge.VirtualAddress);
     if (va < e->address) return false;
     const std::uint64_t offset = va - e->address;  // overflow-safe range check
@@ -62,10 +65,12 @@ class Pd final : public Object {
   static Pd& From(NDK_PD* ndk) { return OwnerOf<Pd>(ndk); }
   NDK_PD* Ndk() { return &handle_.ndk; }
   hw::PdNumber Number() const { return number_; }
+  UINT32 PrivilegedToken() const { return privileged_key_.value; }
 
  private:
   Handle<NDK_PD, Pd> handle_;
   hw::PdNumber number_;
+  hw::MemoryKey privileged_key_;  // ref §3.15: one per PD, allocated with it
 };
 
 class Mr final : public Object {
@@ -80,12 +85,67 @@ class Mr final : public Object {
   NTSTATUS Register(const MDL* mdl, SIZE_T length, ULONG flags);
   NTSTATUS Deregister();
   UINT32 Token() const { return key_.value; }
+  Pd& GetPd() const { return pd_; }
+
+  // ---- regions registered with NdkRegisterMr (bind targets) ----
+  bool Registered() const { return registered_; }
+  std::uint64_t Address() const { return address_; }
+  std::uint64_t Length() const { return length_; }
+  std::uint32_t Access() const { return access_; }
+
+  // ---- fast-register regions (ref §3.7, §3.15) ----
+  bool IsFastRegister() const { return fast_register_; }
+  NTSTATUS InitializeFastRegister(ULONG page_count, BOOLEAN remote_access);
+  std::uint32_t PageCapacity() const { return page_capacity_; }
+  bool RemoteAccess() const { return remote_access_; }
+  // The page list the NIC reads when the fast-register WQE executes. Like the per-MR page lists
+  // of real RNICs, it is one per MR: a new NdkFastRegister of the MR is posted only after the
+  // previous one has executed (it is invalidated first).
+  std::uint64_t* PageList() { return pages_.get(); }
+  // The token the next fast register installs (a new key byte, same index).
+  hw::MemoryKey NextKey() const { return hw::MemoryKey::Make(key_.Index(), static_cast<std::uint8_t>(key_.KeyByte() + 1)); }
+  // A fast register was posted: its token is the MR's token from now on (ref §3.7).
+  void FastRegisterPosted(hw::MemoryKey key, std::uint64_t address, std::uint64_t length, std::uint32_t access);
+  // An invalidate was posted: local posts with the token fail inline from now on.
+  void InvalidatePosted();
 
  private:
   Handle<NDK_MR, Mr> handle_;
   Pd& pd_;
   bool registered_ = false;
   hw::MemoryKey key_;
+  std::uint64_t address_ = 0;
+  std::uint64_t length_ = 0;
+  std::uint32_t access_ = 0;
+  bool fast_register_ = false;
+  bool fr_allocated_ = false;
+  bool remote_access_ = false;
+  std::uint32_t page_capacity_ = 0;
+  std::unique_ptr<std::uint64_t[]> pages_;
+};
+
+// A memory window (NDK_MW, ref §3.6): a NIC protection entry bound inside a registered MR by a
+// Bind work request.
+class Mw final : public Object {
+ public:
+  static NTSTATUS Create(Pd& pd, NDK_MW** out);
+  Mw(Pd& pd, hw::MemoryKey key);
+  ~Mw() override;
+
+  static Mw& From(NDK_MW* ndk) { return OwnerOf<Mw>(ndk); }
+  NDK_MW* Ndk() { return &handle_.ndk; }
+  Pd& GetPd() const { return pd_; }
+  UINT32 Token() const { return key_.value; }
+  hw::MemoryKey NextKey() const { return hw::MemoryKey::Make(key_.Index(), static_cast<std::uint8_t>(key_.KeyByte() + 1)); }
+  // A bind was posted: the window's token changes at once (ref §3.6: valid when NdkBind returns),
+  // and the window becomes a successor of the MR (ref §4.4 MR -> MW).
+  void BindPosted(hw::MemoryKey key, Mr& mr);
+
+ private:
+  Handle<NDK_MW, Mw> handle_;
+  Pd& pd_;
+  hw::MemoryKey key_;
+  Mr* bound_mr_ = nullptr;
 };
 
 }  // namespace ndksim::provider

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <type_traits>
@@ -86,6 +87,10 @@ class Object {
  private:
   friend class Adapter;
 
+  // Requests of this object that returned STATUS_PENDING through Adapter::FinishRequest and whose
+  // callback has not returned yet: the close waits for them (ref §4.4).
+  std::uint32_t async_requests_ = 0;
+
   Adapter& adapter_;
   const NDK_OBJECT_TYPE type_;
   const std::uint64_t serial_;  // creation order: makes teardown order deterministic
@@ -119,6 +124,25 @@ class Adapter {
 
   // The consumer's close of `object` (ref §3.0: SUCCESS inline, or PENDING and one callback).
   NTSTATUS Close(Object& object, NDK_FN_CLOSE_COMPLETION completion, void* context);
+
+  // ---- the one path for calls that may complete asynchronously (ref §3.0, §4.5) ----
+  // A create that has run: `status` and, on success, the object's header. Returns true when the
+  // outcome goes to `completion` (the caller then returns STATUS_PENDING and must not write the
+  // pp out-parameter); false when the caller completes inline. Only SUCCESS and
+  // INSUFFICIENT_RESOURCES may pend; without a callback nothing pends.
+  bool PendCreate(NTSTATUS status, NDK_OBJECT_HEADER* object, NDK_FN_CREATE_COMPLETION completion,
+                  void* context);
+  // A request on `object` that has done its work: returns `status` (inline) or STATUS_PENDING
+  // after arranging exactly one call of `completion`. SUCCESS and INSUFFICIENT_RESOURCES may
+  // pend; other failures too when `failure_may_pend` (e.g. Connect, ref §3.18 "all may occur
+  // inline or asynchronously"). The object's close waits until the callback has returned.
+  // With AsyncCompletion::kPendingInCall the callback runs before this returns: the caller must
+  // return STATUS_PENDING at once and touch nothing the consumer may have closed.
+  NTSTATUS FinishRequest(Object& object, NTSTATUS status, NDK_FN_REQUEST_COMPLETION completion,
+                         void* context, bool failure_may_pend = false);
+  // The same for a request on the adapter itself (NdkBuildLam); adapter close delivers it first.
+  NTSTATUS FinishAdapterRequest(NTSTATUS status, NDK_FN_REQUEST_COMPLETION completion,
+                                void* context);
   // Adapter close (blocking, ref §4.4): ends every object, successors before antecedents, and
   // completes pending requests and pending closes before returning.
   void CloseAll();
@@ -127,6 +151,12 @@ class Adapter {
   friend class Object;
 
   std::uint64_t NextSerial() { return next_serial_++; }
+  static bool ReadyToFinish(const Object& o) { return o.successors_ == 0 && o.async_requests_ == 0; }
+  void RequestReported(Object& object);
+  // Runs `report` from a DPC; adapter close runs whatever is still queued before it ends objects.
+  void QueueCompletion(std::function<void()> report);
+  void RunCompletion(std::uint64_t key);
+  void RunQueuedCompletions();
   void SuccessorReleased(Object& antecedent);
   void ScheduleFinishClose(Object& object);
   void FinishClose(Object& object);
@@ -138,6 +168,27 @@ class Adapter {
   std::uint64_t next_serial_ = 1;
   bool closing_all_ = false;
   std::map<std::uint64_t, std::unique_ptr<Object>> objects_;  // by serial
+  struct QueuedCompletion {
+    WorkId work = 0;
+    std::function<void()> report;
+  };
+  std::map<std::uint64_t, QueuedCompletion> completions_;  // by queue order
+  std::uint64_t next_completion_ = 1;
 };
+
+// The create slots' wrapper (ref §3.0, §4.5): runs `create` (which writes the new object to the
+// pointer it is given, and returns an NTSTATUS), then completes inline through `out` or pends and
+// delivers the object only to `completion`, never writing `out`.
+template <typename NdkT, typename CreateFn>
+NTSTATUS CreateMaybeAsync(Adapter& adapter, NDK_FN_CREATE_COMPLETION completion, void* context,
+                          NdkT** out, CreateFn&& create) {
+  if (out == nullptr) return STATUS_INVALID_PARAMETER;
+  NdkT* object = nullptr;
+  const NTSTATUS status = create(&object);
+  NDK_OBJECT_HEADER* header = object != nullptr ? &object->Header : nullptr;
+  if (adapter.PendCreate(status, header, completion, context)) return STATUS_PENDING;
+  if (status == STATUS_SUCCESS) *out = object;
+  return status;
+}
 
 }  // namespace ndksim::provider

@@ -12,6 +12,7 @@
 #include "provider/cq.h"
 #include "provider/driver.h"
 #include "provider/memory.h"
+#include "provider/srq.h"
 #include "provider/status.h"
 
 namespace ndksim::provider {
@@ -167,9 +168,13 @@ void Qp::BuildSendWqe(const InitiatorRequest& r, std::uint64_t total_bytes) {
   const std::uint32_t n = send_.posted;
   std::byte* wqe = WqeAt(send_, n);
   const bool is_inline = (r.flags & NDK_OP_FLAG_INLINE) != 0;
+  // ref §1.4: READ_LOCAL_INVALIDATE is honoured only where the adapter reports it, else ignored.
+  const bool local_invalidate = r.opcode == hw::WqeOpcode::kRead &&
+                                (r.flags & NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE) != 0 &&
+                                GetDriver().Profile().read_local_invalidate;
   const hw::WqeControl control{
       r.opcode,
-      WqeFlags(r.flags),
+      static_cast<std::uint8_t>(WqeFlags(r.flags) | (local_invalidate ? hw::wqe_flag::kReadLocalInvalidate : 0)),
       static_cast<std::uint8_t>(is_inline ? 0 : r.sge_count),
       0,
       n,
@@ -193,17 +198,43 @@ NTSTATUS Qp::PostInitiator(const InitiatorRequest& r) {
     return s;
   }
   BuildSendWqe(r, total_bytes);
+  PublishSend(r.flags);
+  return STATUS_SUCCESS;
+}
+
+void Qp::PublishSend(ULONG flags) {
   // Release store of the producer index (the doorbell record): the WQE and its context slot
   // are written before the NIC can see the new index.
   send_.ring->ProducerPublish(send_.stride);
   ++send_.posted;
-  if (r.flags & NDK_OP_FLAG_DEFER) {
+  if (flags & NDK_OP_FLAG_DEFER) {
     // release: pairs with the exchange in KickDeferred; whoever rings for us sees our WQEs.
     deferred_pending_.store(true, std::memory_order_release);
   } else {
     RingSendDoorbell();  // one doorbell covers every deferred WQE before this one
   }
+}
+
+NTSTATUS Qp::CheckInitiatorRoom() const {
+  if (!Connected()) return STATUS_CONNECTION_INVALID;  // ref §3.6-3.8
+  if (QueueFull(send_)) return STATUS_NO_MORE_ENTRIES;
   return STATUS_SUCCESS;
+}
+
+void Qp::PostMemory(const MemoryRequest& m) {
+  const std::uint32_t n = send_.posted;
+  std::byte* wqe = WqeAt(send_, n);
+  // Every send WQE has room for four segments (one block), all a memory operation needs.
+  const std::uint8_t slots = m.opcode == hw::WqeOpcode::kFastRegister ? 2 : m.opcode == hw::WqeOpcode::kBind ? 1 : 0;
+  const ULONG wqe_flags = m.flags & (NDK_OP_FLAG_SILENT_SUCCESS | NDK_OP_FLAG_READ_FENCE);
+  PutSegment(wqe, 0, hw::WqeControl{m.opcode, WqeFlags(wqe_flags), slots, 0, n, 0, m.target_key});
+  PutSegment(wqe, 1, hw::WqeRemote{m.address, m.region_key, m.fbo});
+  if (slots >= 1) PutSegment(wqe, 2, hw::WqeMemorySegment{m.length, 0, m.access});
+  if (slots >= 2) {
+    PutSegment(wqe, 3, hw::WqePageListSegment{reinterpret_cast<std::uint64_t>(m.page_list), 0, m.page_count});
+  }
+  send_.contexts[n & send_.slot_mask] = m.context;
+  PublishSend(m.flags);
 }
 
 void Qp::RingSendDoorbell() {
@@ -229,7 +260,10 @@ void Qp::KickDeferred() {
 NTSTATUS Qp::PostReceive(void* context, const NDK_SGE* sgl, ULONG sge_count) {
   NTSTATUS s = STATUS_SUCCESS;
   // Receives may be posted before the QP is connected (ref §3.5), so no connection check.
-  if (sge_count > receive_.max_sge) {
+  // A QP on an SRQ has no receive queue: receives go to NdkSrqReceive (ndksim's status choice).
+  if (srq_ != nullptr) {
+    s = STATUS_INVALID_DEVICE_REQUEST;
+  } else if (sge_count > receive_.max_sge) {
     s = STATUS_DATA_OVERRUN;
   } else if (sgl == nullptr && sge_count > 0) {
     s = STATUS_INVALID_PARAMETER;
@@ -264,6 +298,7 @@ NTSTATUS Qp::PostReceive(void* context, const NDK_SGE* sgl, ULONG sge_count) {
 }
 
 void Qp::RingReceiveDoorbell() {
+  if (receive_.ring == nullptr) return;  // on an SRQ: nothing of ours for the NIC to flush
   GetDriver().RingDoorbell({hw::Doorbell::Kind::kReceiveQueue, hw::CqArmKind::kNone, qpn_.value,
                             receive_.ring->PublishedProducerIndex()});
 }
@@ -340,21 +375,163 @@ NTSTATUS Receive(NDK_QP* ndk, PVOID context, const NDK_SGE* sgl, ULONG n) {
   return Qp::From(ndk).PostReceive(context, sgl, n);
 }
 
-// Not implemented yet. They are posting calls, so their failure kicks deferred WQEs (ref §4.3).
-NTSTATUS Bind(NDK_QP* ndk, PVOID, NDK_MR*, NDK_MW*, PVOID, SIZE_T, ULONG) {
-  Qp::From(ndk).KickDeferred();
-  return STATUS_NOT_SUPPORTED;
+// ---- memory operations (ref §3.6-3.8). Each validates, then posts; a failure kicks deferred WRs
+// (ref §4.3) and changes nothing else. -------------------------------------------------------------
+
+constexpr ULONG kRemoteWrite = NDK_OP_FLAG_ALLOW_REMOTE_WRITE;  // 0x30: includes LOCAL_WRITE
+constexpr ULONG kBindFlags = kCommonFlags | NDK_OP_FLAG_ALLOW_REMOTE_READ | kRemoteWrite;
+constexpr ULONG kFastRegisterFlags = kCommonFlags | NDK_OP_FLAG_ALLOW_REMOTE_READ | NDK_OP_FLAG_ALLOW_LOCAL_WRITE |
+                                     kRemoteWrite | NDK_OP_FLAG_RDMA_READ_SINK;
+
+// ref §1.4 bit-test caution: remote write is (flags & 0x30) == 0x30, never a plain AND.
+bool WantsRemoteWrite(ULONG flags) { return (flags & kRemoteWrite) == kRemoteWrite; }
+
+std::uint32_t OpAccessBits(ULONG flags) {
+  std::uint32_t access = 0;
+  if (flags & NDK_OP_FLAG_ALLOW_LOCAL_WRITE) access |= hw::access::kLocalWrite;
+  if (flags & NDK_OP_FLAG_ALLOW_REMOTE_READ) access |= hw::access::kRemoteRead;
+  if (WantsRemoteWrite(flags)) access |= hw::access::kRemoteWrite;
+  // ref §1.4: READ_SINK is tolerated where it is not required; the bit then changes nothing.
+  if (flags & NDK_OP_FLAG_RDMA_READ_SINK) access |= hw::access::kReadSink;
+  return access;
 }
 
-NTSTATUS FastRegister(NDK_QP* ndk, PVOID, NDK_MR*, ULONG, const NDK_LOGICAL_ADDRESS*, ULONG, SIZE_T,
-                      PVOID, ULONG) {
-  Qp::From(ndk).KickDeferred();
-  return STATUS_NOT_SUPPORTED;
+bool InsideMr(const Mr& mr, std::uint64_t va, std::uint64_t length) {
+  if (va < mr.Address()) return false;
+  const std::uint64_t offset = va - mr.Address();
+  return offset <= mr.Length() && length <= mr.Length() - offset;
 }
 
-NTSTATUS Invalidate(NDK_QP* ndk, PVOID, NDK_OBJECT_HEADER*, ULONG) {
-  Qp::From(ndk).KickDeferred();
-  return STATUS_NOT_SUPPORTED;
+NTSTATUS ValidateBind(const Qp& qp, NDK_MR* ndk_mr, NDK_MW* ndk_mw, PVOID va, SIZE_T length, ULONG flags) {
+  if (const NTSTATUS s = qp.CheckInitiatorRoom(); s != STATUS_SUCCESS) return s;
+  if (ndk_mr == nullptr || ndk_mw == nullptr || (flags & ~kBindFlags) != 0) return STATUS_INVALID_PARAMETER;
+  // LOCAL_WRITE (0x10) alone is a FastRegister flag, not a Bind flag.
+  if ((flags & kRemoteWrite) == NDK_OP_FLAG_ALLOW_LOCAL_WRITE) return STATUS_INVALID_PARAMETER;
+  const Mr& mr = Mr::From(ndk_mr);
+  const Mw& mw = Mw::From(ndk_mw);
+  if (&mr.GetPd() != &qp.GetPd() || &mw.GetPd() != &qp.GetPd()) return STATUS_INVALID_PARAMETER;
+  // A window binds inside an MR registered with NdkRegisterMr (ndksim's status for other MRs).
+  if (mr.IsFastRegister() || !mr.Registered()) return STATUS_INVALID_DEVICE_REQUEST;
+  const auto address = reinterpret_cast<std::uint64_t>(va);
+  // ref §3.6: inside the MR's span; zero-based addresses unsupported.
+  if (address == 0 || length > qp.GetDriver().Profile().max_window_bytes || !InsideMr(mr, address, length)) {
+    return STATUS_INVALID_PARAMETER;
+  }
+  // ref §3.6, §6 item 4: remote write on the window needs the MR registered with LOCAL_WRITE.
+  if (WantsRemoteWrite(flags) && !(mr.Access() & hw::access::kLocalWrite)) return STATUS_ACCESS_VIOLATION;
+  return STATUS_SUCCESS;
+}
+
+NTSTATUS Bind(NDK_QP* ndk, PVOID context, NDK_MR* ndk_mr, NDK_MW* ndk_mw, PVOID va, SIZE_T length, ULONG flags) {
+  Qp& qp = Qp::From(ndk);
+  if (const NTSTATUS s = ValidateBind(qp, ndk_mr, ndk_mw, va, length, flags); s != STATUS_SUCCESS) {
+    qp.KickDeferred();
+    return s;
+  }
+  Mr& mr = Mr::From(ndk_mr);
+  Mw& mw = Mw::From(ndk_mw);
+  const hw::MemoryKey key = mw.NextKey();
+  qp.PostMemory({.opcode = hw::WqeOpcode::kBind,
+                 .context = context,
+                 .flags = flags,
+                 .target_key = key.value,
+                 .region_key = mr.Token(),
+                 .address = reinterpret_cast<std::uint64_t>(va),
+                 .length = length,
+                 .access = OpAccessBits(flags) & (hw::access::kRemoteRead | hw::access::kRemoteWrite)});
+  mw.BindPosted(key, mr);  // ref §3.6: the token is valid when NdkBind returns
+  return STATUS_SUCCESS;
+}
+
+NTSTATUS ValidateFastRegister(const Qp& qp, NDK_MR* ndk_mr, ULONG page_count, const NDK_LOGICAL_ADDRESS* pages,
+                              ULONG fbo, SIZE_T length, PVOID base, ULONG flags) {
+  if (const NTSTATUS s = qp.CheckInitiatorRoom(); s != STATUS_SUCCESS) return s;
+  if (ndk_mr == nullptr || (flags & ~kFastRegisterFlags) != 0) return STATUS_INVALID_PARAMETER;
+  Mr& mr = Mr::From(ndk_mr);
+  if (&mr.GetPd() != &qp.GetPd()) return STATUS_INVALID_PARAMETER;
+  // ref §3.15: only an MR created with FastRegister=TRUE and initialised (ndksim's status).
+  if (!mr.IsFastRegister() || mr.PageCapacity() == 0) return STATUS_INVALID_DEVICE_REQUEST;
+  // ref §3.7: remote rights need an MR initialised with RemoteAccess=TRUE.
+  const ULONG remote_bits = NDK_OP_FLAG_ALLOW_REMOTE_READ | (kRemoteWrite & ~NDK_OP_FLAG_ALLOW_LOCAL_WRITE);
+  const bool remote = (flags & remote_bits) != 0;
+  if (remote && !mr.RemoteAccess()) return STATUS_ACCESS_VIOLATION;
+  // ref §3.7: 1..init-count PAGE_SIZE-aligned pages; Length <= pages*PAGE_SIZE - FBO; the base
+  // address is FBO + n*PAGE_SIZE (0 only with FBO 0).
+  if (pages == nullptr || page_count == 0 || page_count > mr.PageCapacity()) return STATUS_INVALID_PARAMETER;
+  for (ULONG i = 0; i < page_count; ++i) {
+    if (pages[i].QuadPart == 0 || (pages[i].QuadPart & (PAGE_SIZE - 1)) != 0) return STATUS_INVALID_PARAMETER;
+  }
+  const auto address = reinterpret_cast<std::uint64_t>(base);
+  const std::uint64_t span = std::uint64_t{page_count} * PAGE_SIZE;
+  if (fbo >= PAGE_SIZE || length == 0 || length > span - fbo || address % PAGE_SIZE != fbo ||
+      address + length < address) {
+    return STATUS_INVALID_PARAMETER;
+  }
+  return STATUS_SUCCESS;
+}
+
+NTSTATUS FastRegister(NDK_QP* ndk, PVOID context, NDK_MR* ndk_mr, ULONG page_count,
+                      const NDK_LOGICAL_ADDRESS* pages, ULONG fbo, SIZE_T length, PVOID base, ULONG flags) {
+  Qp& qp = Qp::From(ndk);
+  if (const NTSTATUS s = ValidateFastRegister(qp, ndk_mr, page_count, pages, fbo, length, base, flags);
+      s != STATUS_SUCCESS) {
+    qp.KickDeferred();
+    return s;
+  }
+  Mr& mr = Mr::From(ndk_mr);
+  std::uint64_t* list = mr.PageList();
+  for (ULONG i = 0; i < page_count; ++i) list[i] = static_cast<std::uint64_t>(pages[i].QuadPart);
+  const hw::MemoryKey key = mr.NextKey();
+  const auto address = reinterpret_cast<std::uint64_t>(base);
+  const std::uint32_t access = OpAccessBits(flags);
+  qp.PostMemory({.opcode = hw::WqeOpcode::kFastRegister,
+                 .context = context,
+                 .flags = flags,
+                 .target_key = key.value,
+                 .address = address,
+                 .length = length,
+                 .access = access,
+                 .fbo = fbo,
+                 .page_list = list,
+                 .page_count = page_count});
+  mr.FastRegisterPosted(key, address, length, access);  // ref §3.7: token available on return
+  return STATUS_SUCCESS;
+}
+
+// The token an NdkInvalidate names, or a failure status (ndksim's choices: a non-MR/MW object is
+// INVALID_PARAMETER; an MR registered with NdkRegisterMr is INVALID_DEVICE_REQUEST, ref §3.8).
+NTSTATUS InvalidateTarget(const Qp& qp, NDK_OBJECT_HEADER* header, std::uint32_t* token) {
+  if (header == nullptr) return STATUS_INVALID_PARAMETER;
+  if (header->ObjectType == NdkObjectTypeMr) {
+    const Mr& mr = OwnerOfHeader<Mr, NDK_MR>(header);
+    if (&mr.GetPd() != &qp.GetPd()) return STATUS_INVALID_PARAMETER;
+    if (!mr.IsFastRegister() || mr.PageCapacity() == 0) return STATUS_INVALID_DEVICE_REQUEST;
+    *token = mr.Token();
+    return STATUS_SUCCESS;
+  }
+  if (header->ObjectType == NdkObjectTypeMw) {
+    const Mw& mw = OwnerOfHeader<Mw, NDK_MW>(header);
+    if (&mw.GetPd() != &qp.GetPd()) return STATUS_INVALID_PARAMETER;
+    *token = mw.Token();
+    return STATUS_SUCCESS;
+  }
+  return STATUS_INVALID_PARAMETER;
+}
+
+NTSTATUS Invalidate(NDK_QP* ndk, PVOID context, NDK_OBJECT_HEADER* header, ULONG flags) {
+  Qp& qp = Qp::From(ndk);
+  std::uint32_t token = 0;
+  NTSTATUS s = qp.CheckInitiatorRoom();
+  if (s == STATUS_SUCCESS) s = (flags & ~kCommonFlags) != 0 ? STATUS_INVALID_PARAMETER : InvalidateTarget(qp, header, &token);
+  if (s != STATUS_SUCCESS) {
+    qp.KickDeferred();
+    return s;
+  }
+  qp.PostMemory({.opcode = hw::WqeOpcode::kLocalInvalidate, .context = context, .flags = flags, .target_key = token});
+  // Whether the token was valid is known when the WQE executes (an unbound window or an
+  // unregistered FR MR completes with STATUS_INVALID_DEVICE_REQUEST, ref §3.8).
+  if (header->ObjectType == NdkObjectTypeMr) OwnerOfHeader<Mr, NDK_MR>(header).InvalidatePosted();
+  return STATUS_SUCCESS;
 }
 
 const NDK_QP_DISPATCH kQpDispatch = {
@@ -376,14 +553,16 @@ const NDK_QP_DISPATCH kQpDispatch = {
 // ---- creation --------------------------------------------------------------------------------------
 
 NTSTATUS Qp::Create(Pd& pd, NDK_CQ* receive_cq, NDK_CQ* initiator_cq, void* qp_context,
-                    const Limits& limits, NDK_QP** out) {
+                    const Limits& limits, NDK_QP** out, Srq* srq) {
   Driver& driver = pd.GetDriver();
   const HardwareProfile& p = driver.Profile();
   if (out == nullptr || receive_cq == nullptr || initiator_cq == nullptr) {
     return STATUS_INVALID_PARAMETER;
   }
-  // ref §3.16: each limit against the adapter's; a zero depth is invalid too.
-  if (limits.receive_depth == 0 || limits.receive_depth > p.max_receive_queue_depth ||
+  // ref §3.16: each limit against the adapter's; a zero depth is invalid too. With an SRQ the
+  // receive limits are the SRQ's, checked when it was created.
+  const bool own_receive_queue = srq == nullptr;
+  if ((own_receive_queue && (limits.receive_depth == 0 || limits.receive_depth > p.max_receive_queue_depth)) ||
       limits.initiator_depth == 0 || limits.initiator_depth > p.max_initiator_queue_depth ||
       limits.receive_sge > p.max_receive_sge || limits.initiator_sge > p.max_initiator_sge ||
       limits.inline_bytes > p.max_inline_bytes) {
@@ -394,7 +573,8 @@ NTSTATUS Qp::Create(Pd& pd, NDK_CQ* receive_cq, NDK_CQ* initiator_cq, void* qp_c
   if (&rcq.GetAdapter() != &pd.GetAdapter() || &icq.GetAdapter() != &pd.GetAdapter()) {
     return STATUS_INVALID_PARAMETER;  // CQs of another adapter
   }
-  auto qp = std::make_unique<Qp>(pd, rcq, icq, qp_context, limits);
+  if (srq != nullptr && &srq->GetPd() != &pd) return STATUS_INVALID_PARAMETER;  // SRQ of another PD
+  auto qp = std::make_unique<Qp>(pd, rcq, icq, qp_context, limits, srq);
   const hw::QpCreate create{
       pd.Number(),
       icq.Number(),
@@ -402,6 +582,7 @@ NTSTATUS Qp::Create(Pd& pd, NDK_CQ* receive_cq, NDK_CQ* initiator_cq, void* qp_c
       hw::WorkQueue{qp->send_.ring.get(), qp->send_.stride},
       hw::WorkQueue{qp->receive_.ring.get(), qp->receive_.stride},
       limits.inline_bytes,
+      srq != nullptr ? srq->Number() : hw::SrqNumber{},
   };
   const hw::CommandStatus status = driver.Nic().CreateQp(create, &qp->qpn_);
   if (status != hw::CommandStatus::kOk) return CommandToNtStatus(status);
@@ -414,12 +595,13 @@ NTSTATUS Qp::Create(Pd& pd, NDK_CQ* receive_cq, NDK_CQ* initiator_cq, void* qp_c
   return STATUS_SUCCESS;
 }
 
-Qp::Qp(Pd& pd, Cq& receive_cq, Cq& initiator_cq, void* qp_context, const Limits& limits)
+Qp::Qp(Pd& pd, Cq& receive_cq, Cq& initiator_cq, void* qp_context, const Limits& limits, Srq* srq)
     : Object(pd.GetAdapter(), NdkObjectTypeQp),
       pd_(pd),
       receive_cq_(receive_cq),
       initiator_cq_(initiator_cq),
-      qp_context_(qp_context) {
+      qp_context_(qp_context),
+      srq_(srq) {
   InitNdk(handle_.ndk, pd.Version(), NdkObjectTypeQp, &kQpDispatch);
   handle_.owner = this;
   const HardwareProfile& p = pd.GetDriver().Profile();
@@ -428,11 +610,15 @@ Qp::Qp(Pd& pd, Cq& receive_cq, Cq& initiator_cq, void* qp_context, const Limits&
   max_transfer_ = p.max_transfer_bytes;
   InitQueue(send_, limits.initiator_depth, limits.initiator_sge,
             SendStride(limits.initiator_sge, limits.inline_bytes));
-  InitQueue(receive_, limits.receive_depth, limits.receive_sge, ReceiveStride(limits.receive_sge));
-  // ref §4.4: the QP is a successor of its PD and of both CQs.
+  // With an SRQ the QP has no receive ring of its own (the NIC gets a null one).
+  if (srq_ == nullptr) {
+    InitQueue(receive_, limits.receive_depth, limits.receive_sge, ReceiveStride(limits.receive_sge));
+  }
+  // ref §4.4: the QP is a successor of its PD, both CQs and its SRQ.
   pd_.AddSuccessor();
   receive_cq_.AddSuccessor();
   initiator_cq_.AddSuccessor();
+  if (srq_ != nullptr) srq_->AddSuccessor();
 }
 
 Qp::~Qp() {
@@ -441,6 +627,7 @@ Qp::~Qp() {
     driver.RegisterQp(qpn_, nullptr);
     driver.Nic().DestroyQp(qpn_);
   }
+  if (srq_ != nullptr) srq_->ReleaseSuccessor();
   initiator_cq_.ReleaseSuccessor();
   receive_cq_.ReleaseSuccessor();
   pd_.ReleaseSuccessor();

@@ -17,6 +17,7 @@ namespace ndksim::provider {
 class Connector;
 class Cq;
 class Pd;
+class Srq;
 
 // One initiator work request, unpacked from the NDK arguments of Send/SendAndInvalidate/Read/Write.
 struct InitiatorRequest {
@@ -28,6 +29,23 @@ struct InitiatorRequest {
   std::uint64_t remote_address = 0;
   std::uint32_t remote_token = 0;
   std::uint32_t invalidate_token = 0;  // SendAndInvalidate
+};
+
+// One memory work request (Bind, FastRegister, Invalidate) as it goes into a send WQE; the
+// dispatch functions validate the NDK arguments and objects before building it (host_interface.h
+// describes the segments).
+struct MemoryRequest {
+  hw::WqeOpcode opcode = hw::WqeOpcode::kLocalInvalidate;
+  void* context = nullptr;
+  ULONG flags = 0;
+  std::uint32_t target_key = 0;  // the token the operation installs or invalidates
+  std::uint32_t region_key = 0;  // Bind: the MR the window binds inside
+  std::uint64_t address = 0;
+  std::uint64_t length = 0;
+  std::uint32_t access = 0;      // hw::access bits
+  std::uint32_t fbo = 0;
+  const std::uint64_t* page_list = nullptr;
+  std::uint32_t page_count = 0;
 };
 
 // One work queue as its poster and the CQ poller see it. ref §4.1: one poster per queue at a
@@ -60,8 +78,9 @@ class Qp final : public Object {
   // ref §3.16: each limit above the adapter's, a zero depth or a NULL CQ is
   // STATUS_INVALID_PARAMETER.
   static NTSTATUS Create(Pd& pd, NDK_CQ* receive_cq, NDK_CQ* initiator_cq, void* qp_context,
-                         const Limits& limits, NDK_QP** out);
-  Qp(Pd& pd, Cq& receive_cq, Cq& initiator_cq, void* qp_context, const Limits& limits);
+                         const Limits& limits, NDK_QP** out, Srq* srq = nullptr);
+  // `srq` non-null: NdkCreateQpWithSrq; the receive limits are unused (ref §3.16).
+  Qp(Pd& pd, Cq& receive_cq, Cq& initiator_cq, void* qp_context, const Limits& limits, Srq* srq);
   ~Qp() override;
 
   static Qp& From(NDK_QP* ndk) { return OwnerOf<Qp>(ndk); }
@@ -69,10 +88,15 @@ class Qp final : public Object {
   hw::Qpn Number() const { return qpn_; }
   Pd& GetPd() const { return pd_; }
   void* Context() const { return qp_context_; }
+  Srq* GetSrq() const { return srq_; }
 
   // ---- posting (qp.cc), hot path ----
   NTSTATUS PostInitiator(const InitiatorRequest& request);
   NTSTATUS PostReceive(void* context, const NDK_SGE* sgl, ULONG sge_count);
+  // Memory operations: the connection and queue-room checks every initiator post makes, then a
+  // post that cannot fail (the caller validated the rest in between).
+  NTSTATUS CheckInitiatorRoom() const;
+  void PostMemory(const MemoryRequest& request);
   // ref §4.3: a failing posting call hands deferred WQEs to the hardware before returning.
   // Any thread (a failing receive may race the initiator queue's poster).
   void KickDeferred();
@@ -111,6 +135,8 @@ class Qp final : public Object {
 
   NTSTATUS ValidateInitiator(const InitiatorRequest& r, std::uint64_t* total_bytes) const;
   void BuildSendWqe(const InitiatorRequest& r, std::uint64_t total_bytes);
+  // Publishes the WQE just built and rings (or defers) the doorbell.
+  void PublishSend(ULONG flags);
   void RingSendDoorbell();
   void RingReceiveDoorbell();
 
@@ -119,6 +145,7 @@ class Qp final : public Object {
   Cq& receive_cq_;
   Cq& initiator_cq_;
   void* qp_context_;
+  Srq* const srq_;  // receives come from this SRQ (ref §3.16); null: the QP's own queue
   hw::Qpn qpn_;
   bool created_ = false;
   Connector* connector_ = nullptr;
