@@ -340,6 +340,29 @@ TEST_F(Memory, DeregisteringAnMrWithABoundWindowIsDeviceBusy) {
   EXPECT_EQ(buf->Mr()->Dispatch->NdkDeregisterMr(buf->Mr(), nullptr, nullptr), STATUS_SUCCESS);
 }
 
+// ref §4.4 MR -> MW edge: a window bound to an MR is a successor of the MR; the MR's close pends
+// until the window is closed.
+TEST_F(Memory, ClosingAnMrWithABoundWindowPendsUntilTheWindowCloses) {
+  std::vector<std::byte> storage(4096);
+  MDL mdl;
+  MmInitializeMdl(&mdl, storage.data(), storage.size());
+  NDK_MR* mr = nullptr;
+  ASSERT_EQ(b().pd->Dispatch->NdkCreateMr(b().pd, FALSE, nullptr, nullptr, &mr), STATUS_SUCCESS);
+  ASSERT_EQ(mr->Dispatch->NdkRegisterMr(mr, &mdl, storage.size(), NDK_MR_FLAG_ALLOW_LOCAL_WRITE, nullptr, nullptr),
+            STATUS_SUCCESS);
+  NDK_MW* mw = NewMw(b());
+  ASSERT_EQ(Bind(b(), nullptr, mr, mw, storage.data(), 64, NDK_OP_FLAG_ALLOW_REMOTE_READ), STATUS_SUCCESS);
+  ASSERT_THAT(pair().Collect(b().initiator_cq, 1), ElementsAre(Succeeded()));
+  bool closed = false;
+  const NTSTATUS s = mr->Dispatch->NdkCloseMr(&mr->Header, [](PVOID c) { *static_cast<bool*>(c) = true; }, &closed);
+  ASSERT_EQ(s, STATUS_PENDING);
+  fabric().RunUntilIdle();
+  EXPECT_FALSE(closed);
+  ASSERT_EQ(mw->Dispatch->NdkCloseMw(&mw->Header, nullptr, nullptr), STATUS_SUCCESS);
+  fabric().RunUntilIdle();
+  EXPECT_TRUE(closed);
+}
+
 TEST_F(Memory, SilentSuccessBindWritesNoCompletion) {
   auto buf = b().Register(4096, NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
   NDK_MW* mw = NewMw(b());
