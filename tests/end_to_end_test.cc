@@ -306,6 +306,19 @@ TEST_F(EndToEnd, DisconnectCompletesAndThePeerHearsOfIt) {
   EXPECT_EQ(a().disconnect_events, 0);  // no event for one's own disconnect
 }
 
+// ref §4.7, issue policy: the status of a remote protection error follows the transport
+// personality of the profile. RoCE reports ACCESS_VIOLATION (above); iWARP reports REMOTE_RESOURCES.
+TEST(TransportPersonality, IWarpReportsARemoteProtectionErrorAsRemoteResources) {
+  QpPairConfig config;
+  config.fabric.profile = profiles::kIWarp;
+  QpPair pair(config);
+  auto src = pair.a().Register(64);
+  auto dst = pair.b().Register(64);
+  const NDK_SGE s = src->Sge(0, 8);
+  ASSERT_EQ(pair.a().Write(nullptr, {&s, 1}, dst->Address(), dst->RemoteToken() ^ 0x00abcd00), STATUS_SUCCESS);
+  EXPECT_THAT(pair.Collect(pair.a().initiator_cq, 1), ElementsAre(HasStatus(STATUS_REMOTE_RESOURCES)));
+}
+
 TEST(Connection, Ipv6PairConnectsAndMovesData) {
   QpPairConfig config;
   config.fabric.profile = profiles::kFunctional;

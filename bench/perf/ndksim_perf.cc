@@ -37,7 +37,7 @@ struct Options {
 };
 
 const HardwareProfile* FindProfile(std::string_view name) {
-  for (const HardwareProfile* p : {&profiles::kConnectX100GbeRoce, &profiles::kFunctional}) {
+  for (const HardwareProfile* p : {&profiles::kConnectX100GbeRoce, &profiles::kIWarp, &profiles::kFunctional}) {
     if (p->name == name) return p;
   }
   return nullptr;
@@ -55,7 +55,7 @@ void Usage() {
                "  --signal-every N          one signaled request in N (default 16)\n"
                "  --window N                requests in flight per QP (default 128)\n"
                "  --inline                  post payloads inline (write and send, size <= 256)\n"
-               "  --profile NAME            connectx-100g-roce (default) or functional\n"
+               "  --profile NAME            connectx-100g-roce (default), iwarp or functional\n"
                "  --seed N                  fabric seed (default 1)\n"
                "  --no-progress             no progress lines on stderr\n");
 }

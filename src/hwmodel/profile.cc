@@ -125,8 +125,16 @@ constexpr HardwareProfile MakeIWarp() {
   HardwareProfile p = MakeConnectX();
   p.name = "iwarp";
   p.transport = Transport::kIWarp;
+  p.vendor_id = 0x1425;  // Chelsio
+  p.device_id = 0x6408;  // T6
+  // An iWARP responder reports a bad STag or range with a TERMINATE carrying a remote operation
+  // error; the initiator sees the request fail at the remote end (ref §4.7, NdkRead page).
+  p.remote_access_error = RemoteAccessErrorStatus::kRemoteResources;
   p.read_sink_required = true;       // ref §1.7: the read sink is an STag the peer writes into
   p.read_local_invalidate = false;
+  // preamble+SFD 8, IFG 12, Ethernet 14, FCS 4, IPv4 20, TCP 20 + timestamps 12, MPA 2 + CRC 4,
+  // DDP/RDMAP tagged header 14
+  p.packet_overhead_bytes = 110;
   return p;
 }
 
