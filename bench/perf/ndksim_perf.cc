@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,6 +35,7 @@ struct Options {
   std::string profile = "connectx-100g-roce";
   std::uint64_t seed = 1;
   bool progress = true;
+  std::string trace_path;   // Chrome trace of the bandwidth phase of the last size
 };
 
 const HardwareProfile* FindProfile(std::string_view name) {
@@ -57,6 +59,7 @@ void Usage() {
                "  --inline                  post payloads inline (write and send, size <= 256)\n"
                "  --profile NAME            connectx-100g-roce (default), iwarp or functional\n"
                "  --seed N                  fabric seed (default 1)\n"
+               "  --trace FILE              write a Chrome trace (Perfetto) of the last size's bandwidth phase\n"
                "  --no-progress             no progress lines on stderr\n");
 }
 
@@ -120,6 +123,10 @@ bool ParseOptions(int argc, char** argv, Options* o) {
     } else if (a == "--seed") {
       if (!number(0, (1ll << 62), &n)) return false;
       o->seed = static_cast<std::uint64_t>(n);
+    } else if (a == "--trace") {
+      const char* v = value();
+      if (v == nullptr) return false;
+      o->trace_path = v;
     } else if (a == "--no-progress") {
       o->progress = false;
     } else {
@@ -392,7 +399,17 @@ int main(int argc, char** argv) {
     const int lat_iters = std::min(o.iterations, 2000);
     std::vector<double> lat = bench.Latency(lat_iters);
     std::sort(lat.begin(), lat.end());
+    const bool trace = !o.trace_path.empty() && size == o.sizes.back();
+    if (trace) bench.fabric().Trace().Requests().Enable();
     const double seconds = bench.Bandwidth(o.iterations);
+    if (trace) {
+      std::ofstream out(o.trace_path);
+      bench.fabric().Trace().Requests().WriteChromeTrace(out);
+      if (!out) {
+        std::fprintf(stderr, "ndksim-perf: cannot write %s\n", o.trace_path.c_str());
+        return 1;
+      }
+    }
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     Row r;
     r.size = size;

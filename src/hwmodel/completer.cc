@@ -157,6 +157,10 @@ void Completer::OnReadResponse(QpContext& qp, std::uint32_t packet_id) {
       return;
     }
     if (!last) return;
+    if (nic_.Trace().Requests().Enabled()) {
+      nic_.Trace().Requests().Mark(nic_.Id(), qpn.value, rd.control.wqe_counter, RequestStage::kLastBytePlaced,
+                                   events_.Now());
+    }
     if ((rd.control.flags & wqe_flag::kReadLocalInvalidate) && rd.control.sge_count > 0) {
       // ref §1.4: a successful read invalidates the token of its first local SGE. A token that
       // cannot be invalidated (an NdkRegisterMr region) is left alone.

@@ -54,6 +54,9 @@ void CompletionEngine::Land(CqNumber number, const CompletionRecord& record) {
   e.owner.store(OwnerParity(index, m.entry_count), std::memory_order_release);
   ++cq->producer_index;
   ++nic_.MutableCounters().cqes_written;
+  if (nic_.Trace().Requests().Enabled() && !(record.flags & cqe_flag::kReceive)) {
+    nic_.Trace().Requests().Mark(nic_.Id(), record.qpn, record.wqe_counter, RequestStage::kCqeWritten, events_.Now());
+  }
   const bool error = record.syndrome != CompletionSyndrome::kSuccess;
   const bool solicited = (record.flags & cqe_flag::kSolicited) != 0;
   if (error || solicited) cq->notify_index = cq->producer_index;

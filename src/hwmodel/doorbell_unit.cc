@@ -24,7 +24,16 @@ void DoorbellUnit::OnArrival(const Doorbell& doorbell) {
       if (qp == nullptr) return;  // a doorbell for a destroyed QP is ignored, as hardware does
       // Indices are free-running; a late doorbell never moves the register backwards.
       const auto ahead = static_cast<std::int32_t>(doorbell.index - qp->requester.doorbell_index);
-      if (ahead > 0) qp->requester.doorbell_index = doorbell.index;
+      if (ahead > 0) {
+        RequestLog& log = nic_.Trace().Requests();
+        if (log.Enabled()) {
+          const std::uint32_t stride = qp->send_queue.stride_blocks;
+          for (std::uint32_t b = qp->requester.doorbell_index; b != doorbell.index; b += stride) {
+            log.Mark(nic_.Id(), qp->qpn.value, b / stride, RequestStage::kDoorbell, events_.Now());
+          }
+        }
+        qp->requester.doorbell_index = doorbell.index;
+      }
       nic_.Fetch().Kick(*qp);
       return;
     }

@@ -116,6 +116,8 @@ struct Packet {
   std::uint32_t invalidate_key = 0;
   // AETH
   AckSyndrome syndrome = AckSyndrome::kAck;
+  // Simulation metadata, not on the wire: the requester's WQE number, for the request log.
+  std::uint32_t trace_wqe = 0;
   // Payload bytes; the vector's capacity is kept across reuse so steady state does not allocate.
   std::vector<std::byte> payload;
 };

@@ -33,7 +33,7 @@ Port::Port(Nic& nic, EventQueue& events, Network& network)
 
 PacketPool& Port::Pool() { return network_.Pool(); }
 
-void Port::Transmit(std::uint32_t id) {
+TimePoint Port::Transmit(std::uint32_t id) {
   Packet& pkt = network_.Pool().Get(id);
   const auto& p = nic_.Profile();
   auto& c = nic_.MutableCounters();
@@ -53,6 +53,7 @@ void Port::Transmit(std::uint32_t id) {
   Nic* dest = network_.NodeNic(pkt.destination_node);
   NDKSIM_CHECK(dest != nullptr);
   events_.Schedule(arrival, EventPriority::kWire, [dest, id] { dest->GetPort().Receive(id); });
+  return start;
 }
 
 void Port::Receive(std::uint32_t id) {

@@ -32,8 +32,8 @@ class Port {
  public:
   Port(Nic& nic, EventQueue& events, Network& network);
 
-  // Takes ownership of packet `id` and puts it on the wire.
-  void Transmit(std::uint32_t id);
+  // Takes ownership of packet `id` and puts it on the wire; returns when its first byte goes out.
+  TimePoint Transmit(std::uint32_t id);
   // A packet arrived from the wire: hands it to the responder or the completer.
   void Receive(std::uint32_t id);
 

@@ -228,6 +228,7 @@ void Requester::EmitMessage(QpContext& qp, std::uint32_t counter) {
     p.remote_key = d.remote.remote_key;
     p.dma_length = d.total_length;
     p.syndrome = AckSyndrome::kAck;
+    p.trace_wqe = d.control.wqe_counter;
     p.payload.resize(len);
     if (!GatherPayload(nic_, qp, d, offset, len, p.payload.data())) {
       // The token went away between the check and the DMA: a local protection error.
@@ -236,7 +237,8 @@ void Requester::EmitMessage(QpContext& qp, std::uint32_t counter) {
       nic_.Comp().CompleteWithError(qp, counter, CompletionSyndrome::kLocalProtectionError);
       return;
     }
-    nic_.GetPort().Transmit(id);
+    const TimePoint on_wire = nic_.GetPort().Transmit(id);
+    if (i == 0) MarkFirstByte(qp, d, on_wire);
   }
   Finish(qp, d);
 }
@@ -268,8 +270,14 @@ void Requester::ExecuteRead(QpContext& qp, WqeDescriptor& d) {
   // A read request consumes one PSN per response packet it asks for.
   r.next_psn = r.next_psn + count;
   ++r.outstanding_reads;
-  nic_.GetPort().Transmit(id);
+  p.trace_wqe = d.control.wqe_counter;
+  MarkFirstByte(qp, d, nic_.GetPort().Transmit(id));
   Finish(qp, d);
+}
+
+void Requester::MarkFirstByte(const QpContext& qp, const WqeDescriptor& d, TimePoint on_wire) {
+  RequestLog& log = nic_.Trace().Requests();
+  if (log.Enabled()) log.Mark(nic_.Id(), qp.qpn.value, d.control.wqe_counter, RequestStage::kFirstByteOnWire, on_wire);
 }
 
 void Requester::Finish(QpContext& qp, WqeDescriptor& d) {

@@ -38,6 +38,7 @@ class Requester {
   MemoryOpOutcome ApplyMemoryOperation(const QpContext& qp, const WqeDescriptor& d);
   void EmitMessage(QpContext& qp, std::uint32_t counter);
   void Finish(QpContext& qp, WqeDescriptor& d);
+  void MarkFirstByte(const QpContext& qp, const WqeDescriptor& d, TimePoint on_wire);
   std::uint32_t PacketsFor(std::uint64_t bytes) const;
 
   Nic& nic_;

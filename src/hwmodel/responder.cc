@@ -169,6 +169,7 @@ void Responder::OnSend(QpContext& qp, std::uint32_t packet_id) {
   const Packet& p = pool.Get(packet_id);
   ResponderState& r = qp.responder;
   const Psn psn = p.psn;
+  const RequestRef request{p.source_node, p.source_qpn.value, p.trace_wqe};
   if (Traits(p.opcode).first) {
     if (!StartReceive(qp)) {
       // Receiver not ready: NAK without consuming the PSN; the requester retries after a delay.
@@ -279,7 +280,7 @@ void Responder::OnSend(QpContext& qp, std::uint32_t packet_id) {
     rec.invalidated_key = pkt.invalidate_key;
   }
   CompleteReceive(nic_, qp, rec);  // names the WQE in its queue (RQ or SRQ)
-  AckWhenPlaced(qp, psn);
+  AckWhenPlaced(qp, psn, request);
 }
 
 void Responder::OnWrite(QpContext& qp, std::uint32_t packet_id) {
@@ -287,6 +288,7 @@ void Responder::OnWrite(QpContext& qp, std::uint32_t packet_id) {
   const Packet& p = pool.Get(packet_id);
   ResponderState& r = qp.responder;
   const Psn psn = p.psn;
+  const RequestRef request{p.source_node, p.source_qpn.value, p.trace_wqe};
   const auto length = static_cast<std::uint32_t>(p.payload.size());
   if (Traits(p.opcode).first) {
     // RETH: the whole target range is checked once, on the first packet.
@@ -334,7 +336,7 @@ void Responder::OnWrite(QpContext& qp, std::uint32_t packet_id) {
   r.expected_psn = psn + 1;
   if (last) {
     r.in_message = false;
-    AckWhenPlaced(qp, psn);
+    AckWhenPlaced(qp, psn, request);
   }
 }
 
@@ -425,8 +427,12 @@ void Responder::SendAck(QpContext& qp, Psn psn, AckSyndrome syndrome) {
   nic_.GetPort().Transmit(id);
 }
 
-void Responder::AckWhenPlaced(QpContext& qp, Psn psn) {
+void Responder::AckWhenPlaced(QpContext& qp, Psn psn, const RequestRef& request) {
   const TimePoint placed = nic_.Pcie().LastWriteLandsAt();
+  RequestLog& log = nic_.Trace().Requests();
+  if (log.Enabled()) {
+    log.Mark(request.node, request.qpn, request.wqe, RequestStage::kLastBytePlaced, std::max(placed, events_.Now()));
+  }
   if (placed <= events_.Now()) {
     SendAck(qp, psn, AckSyndrome::kAck);
     return;

@@ -26,6 +26,13 @@ enum class ResponderCheck : std::uint8_t {
 // Pure check of PSN and opcode sequence for `p` against the responder part of `qp`.
 ResponderCheck CheckSequence(const QpContext& qp, const Packet& p);
 
+// Which request of which node a packet belongs to, for the request log.
+struct RequestRef {
+  NodeId node = 0;
+  std::uint32_t qpn = 0;
+  std::uint32_t wqe = 0;
+};
+
 class Responder {
  public:
   Responder(Nic& nic, EventQueue& events) : nic_(nic), events_(events) {}
@@ -43,7 +50,7 @@ class Responder {
   void SendAck(QpContext& qp, Psn psn, AckSyndrome syndrome);
   // Acknowledges `psn` once every placement issued so far has landed in host memory, so that a
   // completed request at the initiator means the data is in the target's memory.
-  void AckWhenPlaced(QpContext& qp, Psn psn);
+  void AckWhenPlaced(QpContext& qp, Psn psn, const RequestRef& request);
   // NAKs the packet, completes the current receive if it failed, and puts the QP in error.
   void Fail(QpContext& qp, Psn psn, AckSyndrome syndrome);
   void SendReadResponses(Qpn qpn, std::uint64_t address, std::uint32_t key, std::uint32_t length, Psn first);

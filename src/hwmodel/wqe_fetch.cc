@@ -64,6 +64,10 @@ void WqeFetch::OnFetched(QpContext& qp, std::uint32_t first_block, std::uint32_t
       d.total_length = static_cast<std::uint32_t>(std::min<std::uint64_t>(total, UINT32_MAX));
     }
     d.state = DescriptorState::kFetched;
+    if (nic_.Trace().Requests().Enabled()) {
+      nic_.Trace().Requests().Mark(nic_.Id(), qp.qpn.value, d.control.wqe_counter, RequestStage::kFetched,
+                                   events_.Now());
+    }
     ++r.tail;
   }
   r.fetched_blocks = first_block + count * stride;

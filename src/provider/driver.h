@@ -54,6 +54,9 @@ class Driver {
   const HardwareProfile& Profile() const { return nic_.Profile(); }
   TimePoint Now() const { return host_.Now(); }
 
+  // The per-request stage log shared with the hardware model (ndksim::Tracer::Requests).
+  RequestLog& Requests() { return tracer_.Requests(); }
+
   template <typename... Args>
   void Trace(fmt::format_string<Args...> format, Args&&... args) {
     NDKSIM_TRACE(tracer_, host_.Now(), nic_.Id(), Provider, format, std::forward<Args>(args)...);

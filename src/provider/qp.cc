@@ -198,11 +198,17 @@ NTSTATUS Qp::PostInitiator(const InitiatorRequest& r) {
     return s;
   }
   BuildSendWqe(r, total_bytes);
-  PublishSend(r.flags);
+  PublishSend(r.flags, r.opcode, total_bytes);
   return STATUS_SUCCESS;
 }
 
-void Qp::PublishSend(ULONG flags) {
+void Qp::PublishSend(ULONG flags, hw::WqeOpcode opcode, std::uint64_t bytes) {
+  RequestLog& log = GetDriver().Requests();
+  if (log.Enabled()) {
+    const std::uint32_t id = GetDriver().Nic().Id();
+    log.Mark(id, qpn_.value, send_.posted, RequestStage::kPosted, GetDriver().Now());
+    log.Describe(id, qpn_.value, send_.posted, hw::Name(opcode), bytes);
+  }
   // Release store of the producer index (the doorbell record): the WQE and its context slot
   // are written before the NIC can see the new index.
   send_.ring->ProducerPublish(send_.stride);
@@ -234,7 +240,7 @@ void Qp::PostMemory(const MemoryRequest& m) {
     PutSegment(wqe, 3, hw::WqePageListSegment{reinterpret_cast<std::uint64_t>(m.page_list), 0, m.page_count});
   }
   send_.contexts[n & send_.slot_mask] = m.context;
-  PublishSend(m.flags);
+  PublishSend(m.flags, m.opcode, 0);
 }
 
 void Qp::RingSendDoorbell() {

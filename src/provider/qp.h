@@ -136,7 +136,8 @@ class Qp final : public Object {
   NTSTATUS ValidateInitiator(const InitiatorRequest& r, std::uint64_t* total_bytes) const;
   void BuildSendWqe(const InitiatorRequest& r, std::uint64_t total_bytes);
   // Publishes the WQE just built and rings (or defers) the doorbell.
-  void PublishSend(ULONG flags);
+  // Publishes the WQE just built; `opcode` and `bytes` describe it for the request log.
+  void PublishSend(ULONG flags, hw::WqeOpcode opcode, std::uint64_t bytes);
   void RingSendDoorbell();
   void RingReceiveDoorbell();
 
