@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ndkpi.h"
+#include "ndksim/counters.h"
 #include "ndksim/profile.h"
 #include "ndksim/time.h"
 #include "ndksim/trace.h"
@@ -44,25 +45,7 @@ struct NodeConfig {
 };
 
 // Counters of one node's NIC.
-struct NodeCounters {
-  std::uint64_t doorbells = 0;
-  std::uint64_t wqes_fetched = 0;
-  std::uint64_t wqes_executed = 0;
-  std::uint64_t packets_sent = 0;
-  std::uint64_t packets_received = 0;
-  std::uint64_t bytes_sent = 0;
-  std::uint64_t dma_reads = 0;
-  std::uint64_t dma_read_bytes = 0;
-  std::uint64_t dma_writes = 0;
-  std::uint64_t dma_write_bytes = 0;
-  std::uint64_t cqes_written = 0;
-  std::uint64_t interrupts = 0;
-  std::uint64_t naks_sent = 0;
-  std::uint64_t rnr_naks_sent = 0;
-  std::uint64_t retransmissions = 0;
-  std::uint64_t fence_stalls = 0;
-  std::uint64_t protection_faults = 0;
-};
+using NodeCounters = NicCounters;
 
 class Node {
  public:

@@ -34,28 +34,7 @@ void Node::CloseAdapter(NDK_ADAPTER* adapter) { impl_->driver->CloseAdapter(adap
 
 hw::Nic& Node::Nic() { return *impl_->nic; }
 
-NodeCounters Node::Counters() const {
-  const hw::NicCounters& c = impl_->nic->Counters();
-  NodeCounters out;
-  out.doorbells = c.doorbells;
-  out.wqes_fetched = c.wqes_fetched;
-  out.wqes_executed = c.wqes_executed;
-  out.packets_sent = c.packets_sent;
-  out.packets_received = c.packets_received;
-  out.bytes_sent = c.bytes_sent;
-  out.dma_reads = c.dma_reads;
-  out.dma_read_bytes = c.dma_read_bytes;
-  out.dma_writes = c.dma_writes;
-  out.dma_write_bytes = c.dma_write_bytes;
-  out.cqes_written = c.cqes_written;
-  out.interrupts = c.interrupts;
-  out.naks_sent = c.naks_sent;
-  out.rnr_naks_sent = c.rnr_naks_sent;
-  out.retransmissions = c.retransmissions;
-  out.fence_stalls = c.fence_stalls;
-  out.protection_faults = c.protection_faults;
-  return out;
-}
+NodeCounters Node::Counters() const { return impl_->nic->Counters(); }
 
 struct Fabric::Impl {
   FabricConfig config;

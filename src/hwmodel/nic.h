@@ -13,6 +13,7 @@
 
 #include "hwmodel/doorbell_queue.h"
 #include "hwmodel/host_interface.h"
+#include "ndksim/counters.h"
 #include "ndksim/profile.h"
 #include "ndksim/time.h"
 
@@ -123,27 +124,8 @@ enum class QpErrorCause : std::uint8_t {
 // QP states as the NIC sees them.
 enum class QpState : std::uint8_t { kReset, kReadyToReceive, kReadyToSend, kError };
 
-// Counters of one NIC, updated by the block that owns each.
-struct NicCounters {
-  std::uint64_t doorbells = 0;
-  std::uint64_t doorbells_dropped = 0;
-  std::uint64_t wqes_fetched = 0;
-  std::uint64_t wqes_executed = 0;
-  std::uint64_t packets_sent = 0;
-  std::uint64_t packets_received = 0;
-  std::uint64_t bytes_sent = 0;
-  std::uint64_t dma_reads = 0;
-  std::uint64_t dma_read_bytes = 0;
-  std::uint64_t dma_writes = 0;
-  std::uint64_t dma_write_bytes = 0;
-  std::uint64_t cqes_written = 0;
-  std::uint64_t interrupts = 0;
-  std::uint64_t naks_sent = 0;
-  std::uint64_t rnr_naks_sent = 0;
-  std::uint64_t retransmissions = 0;
-  std::uint64_t fence_stalls = 0;
-  std::uint64_t protection_faults = 0;
-};
+// Counters of one NIC (include/ndksim/counters.h), updated by the block that owns each.
+using NicCounters = ::ndksim::NicCounters;
 
 class Nic {
  public:
