@@ -453,15 +453,23 @@ TEST(Timing, InlineWriteCompletionTimeIsTheSumOfItsStages) {
     if (completed == TimePoint{} && rig.cq_a->Poll(&cqe)) completed = rig.events.Now();
   }
   ASSERT_NE(completed, TimePoint{});
-  // doorbell MMIO: 8 B + one write TLP header, then the MMIO latency
-  const Duration doorbell = p.pcie_bandwidth.TimeFor(8 + PcieLink::kWriteTlpOverheadBytes) + p.pcie_mmio_write_latency;
-  // WQE fetch: read latency, then 128 B (2 blocks) + one completion header
-  const Duration fetch = p.pcie_dma_read_latency + p.pcie_bandwidth.TimeFor(128 + PcieLink::kCompletionTlpOverheadBytes);
-  const Duration process = p.nic_clock.ToDuration(p.wqe_processing);
-  const Duration request = p.link_rate.TimeFor(8 + p.packet_overhead_bytes) + p.propagation_delay;
+  const Duration pcie_request = p.pcie_bandwidth.TimeFor(PcieLink::kWriteTlpOverheadBytes);
+  const auto units = [&](Cycles c) { return p.nic_clock.ToDuration(c); };
+  // across the wire: serialization, MAC/PHY on both sides, cable, receive pipeline
+  const auto wire = [&](std::uint32_t bytes) {
+    return p.link_rate.TimeFor(bytes + p.packet_overhead_bytes) + p.port_transmit_latency + p.propagation_delay +
+           p.port_receive_latency + units(p.packet_processing);
+  };
+  // doorbell MMIO: 8 B + one write TLP header, then the MMIO latency; the processing unit takes it
+  const Duration doorbell =
+      p.pcie_bandwidth.TimeFor(8 + PcieLink::kWriteTlpOverheadBytes) + p.pcie_mmio_write_latency + units(p.doorbell_processing);
+  // WQE fetch: a read request, the read latency, then the one 64-B block the WQE uses + a completion header
+  const Duration fetch = pcie_request + p.pcie_dma_read_latency + p.pcie_bandwidth.TimeFor(64 + PcieLink::kCompletionTlpOverheadBytes);
+  const Duration process = units(p.wqe_processing);
+  const Duration request = wire(8 + 16);  // WriteOnly carries a 16-B RETH
   // the responder acknowledges once the 8 B placement has landed in its host memory
   const Duration place = p.pcie_bandwidth.TimeFor(8 + PcieLink::kWriteTlpOverheadBytes) + p.pcie_dma_write_latency;
-  const Duration ack = p.link_rate.TimeFor(p.packet_overhead_bytes) + p.propagation_delay;
+  const Duration ack = p.ack_turnaround + wire(4);  // the ACK carries a 4-B AETH
   const Duration cqe_write = p.pcie_bandwidth.TimeFor(sizeof(Cqe) + PcieLink::kWriteTlpOverheadBytes) + p.pcie_dma_write_latency;
   EXPECT_EQ(completed.time_since_epoch(), doorbell + fetch + process + request + place + ack + cqe_write);
   EXPECT_EQ(dst, value);
@@ -492,8 +500,9 @@ TEST(PcieLink, DmaReadTakesLatencyPlusSerializationWithTlpHeaders) {
   TimePoint done{};
   rig.a->Pcie().DmaRead(512, [&] { done = rig.events.Now(); });
   rig.Run();
-  // 512 B = 2 completions of 256 B, each with a 20 B header: 552 B at 8 B/ns = 69 ns.
-  EXPECT_EQ(done, TimePoint{Nanoseconds(500 + 69)});
+  // One 512-B read request (MRRS): its 24-B header goes up (3 ns), the latency passes, and the
+  // data returns as 2 completions of 256 B, each with a 20 B header: 552 B at 8 B/ns = 69 ns.
+  EXPECT_EQ(done, TimePoint{Nanoseconds(3 + 500 + 69)});
 }
 
 TEST(PcieLink, PostedWritesLandInIssueOrder) {
@@ -542,7 +551,8 @@ TEST(Port, PacketArrivesAfterSerializationAndPropagation) {
   pkt.payload.resize(100);
   rig.a->GetPort().Transmit(id);
   rig.Run();
-  EXPECT_EQ(rig.events.Now(), TimePoint{Nanoseconds(150 + 7)});
+  // 100 B payload + 50 B overhead + the 4-B AETH of an acknowledgement, at 1 B/ns, then the cable.
+  EXPECT_EQ(rig.events.Now(), TimePoint{Nanoseconds(154 + 7)});
   EXPECT_EQ(rig.b->Counters().packets_received, 1u);
   EXPECT_EQ(rig.network.Pool().Allocated(), 1u);
 }
@@ -561,9 +571,10 @@ TEST(Port, TransmitterSerializesPacketsBackToBack) {
     pkt.payload.resize(10);
     rig.a->GetPort().Transmit(id);
   }
-  EXPECT_EQ(rig.a->GetPort().TransmitFreeAt(), TimePoint{Nanoseconds(30)});
+  // 3 x (10 B + 4 B AETH) at 1 B/ns
+  EXPECT_EQ(rig.a->GetPort().TransmitFreeAt(), TimePoint{Nanoseconds(42)});
   rig.Run();
-  EXPECT_EQ(rig.events.Now(), TimePoint{Nanoseconds(30)});
+  EXPECT_EQ(rig.events.Now(), TimePoint{Nanoseconds(42)});
 }
 
 // ---- completion engine ----

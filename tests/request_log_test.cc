@@ -53,7 +53,8 @@ TEST(RequestLog, DoorbellArrivesOneMmioWriteAfterThePost) {
   t.pair.Collect(t.pair.a().initiator_cq, 1);
   const RequestRecord* r = t.First();
   ASSERT_NE(r, nullptr);
-  const Duration mmio = p.pcie_bandwidth.TimeFor(8 + hw::PcieLink::kWriteTlpOverheadBytes) + p.pcie_mmio_write_latency;
+  // A doorbell for one WQE carries it: the 64-B WQE and a write TLP header, then the MMIO latency.
+  const Duration mmio = p.pcie_bandwidth.TimeFor(64 + hw::PcieLink::kWriteTlpOverheadBytes) + p.pcie_mmio_write_latency;
   EXPECT_EQ(r->At(RequestStage::kDoorbell) - r->At(RequestStage::kPosted), mmio);
 }
 

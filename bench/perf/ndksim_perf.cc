@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "ndksim/harness.h"
 
 namespace {
@@ -31,7 +33,10 @@ struct Options {
   int post_list = 1;        // requests per doorbell (NDK_OP_FLAG_DEFER on all but the last)
   int signal_every = 16;    // one signaled request in N (bandwidth phase)
   int window = 128;         // requests in flight per QP (bandwidth phase)
-  bool use_inline = false;
+  // Messages up to this many bytes are posted inline; -1: perftest's defaults (up to 236 B in the
+  // latency phase, none in the bandwidth phase).
+  long long inline_size = -1;
+  bool log = false;         // per-block trace lines of the last size's bandwidth phase on stderr
   std::string profile = "connectx-100g-roce";
   std::uint64_t seed = 1;
   bool progress = true;
@@ -56,10 +61,14 @@ void Usage() {
                "  --post-list N             requests per doorbell (default 1)\n"
                "  --signal-every N          one signaled request in N (default 16)\n"
                "  --window N                requests in flight per QP (default 128)\n"
-               "  --inline                  post payloads inline (write and send, size <= 256)\n"
+               "  --inline                  post every payload inline that the profile allows (write, send)\n"
+               "  --inline-size N           post payloads up to N bytes inline (default: up to 236 B in\n"
+               "                            the latency phase, none in the bandwidth phase, as perftest)\n"
                "  --profile NAME            connectx-100g-roce (default), iwarp or functional\n"
                "  --seed N                  fabric seed (default 1)\n"
                "  --trace FILE              write a Chrome trace (Perfetto) of the last size's bandwidth phase\n"
+               "  --log                     every block's trace lines for the last size's bandwidth phase\n"
+               "                            on stderr (long)\n"
                "  --no-progress             no progress lines on stderr\n");
 }
 
@@ -115,7 +124,7 @@ bool ParseOptions(int argc, char** argv, Options* o) {
       if (!number(1, 16384, &n)) return false;
       o->window = static_cast<int>(n);
     } else if (a == "--inline") {
-      o->use_inline = true;
+      o->inline_size = 1 << 20;  // capped by the profile's maximum below
     } else if (a == "--profile") {
       const char* v = value();
       if (v == nullptr || FindProfile(v) == nullptr) return false;
@@ -127,6 +136,11 @@ bool ParseOptions(int argc, char** argv, Options* o) {
       const char* v = value();
       if (v == nullptr) return false;
       o->trace_path = v;
+    } else if (a == "--inline-size") {
+      if (!number(0, 1 << 20, &n)) return false;
+      o->inline_size = n;
+    } else if (a == "--log") {
+      o->log = true;
     } else if (a == "--no-progress") {
       o->progress = false;
     } else {
@@ -146,6 +160,9 @@ struct Row {
   double sim_ops_per_wall_s = 0;
 };
 
+// Receives each side keeps posted ahead in the send latency phase (ib_send_lat's rx depth).
+constexpr std::size_t kReceiveDepth = 16;
+
 // The bench: a connected pair with `qps` connections and registered buffers on both sides.
 class Bench {
  public:
@@ -154,9 +171,13 @@ class Bench {
     c.fabric.profile = *FindProfile(o.profile);
     c.fabric.seed = o.seed;
     c.initiator_queue_depth = static_cast<ULONG>(std::max(o.window, o.post_list) + 1);
-    c.receive_queue_depth = static_cast<ULONG>(std::max(o.window, 16) + 1);
+    // The bandwidth phase keeps a window of receives posted on top of the latency phase's depth.
+    c.receive_queue_depth = static_cast<ULONG>(std::max(o.window, 16) + kReceiveDepth + 1);
     c.cq_depth = 4 * (c.initiator_queue_depth + c.receive_queue_depth) * static_cast<ULONG>(o.qps);
-    c.inline_data_size = o.use_inline ? c.fabric.profile.max_inline_bytes : 0;
+    // Room for inline data only where this size may be posted inline (it makes WQEs larger).
+    max_inline_ = c.fabric.profile.max_inline_bytes;
+    const long long inline_limit = std::min(o.inline_size >= 0 ? o.inline_size : 236, max_inline_);
+    c.inline_data_size = o.op != Op::kRead && size <= inline_limit ? size : 0;
     pair_ = std::make_unique<QpPair>(c);
     qa_.push_back(pair_->a().qp);
     qb_.push_back(pair_->b().qp);
@@ -177,6 +198,13 @@ class Bench {
   std::vector<double> Latency(int iterations) {
     std::vector<double> samples;
     samples.reserve(static_cast<std::size_t>(iterations));
+    if (o_.op == Op::kSend) {
+      // As ib_send_lat does: both sides keep receives posted ahead and re-post one per message.
+      for (std::size_t k = 0; k < kReceiveDepth; ++k) {
+        PostReceive(pair_->a(), *a_rx_);
+        PostReceive(pair_->b(), *b_buf_);
+      }
+    }
     for (int i = 0; i < iterations; ++i) samples.push_back(o_.op == Op::kRead ? ReadOnce() : PingPongOnce(i));
     return samples;
   }
@@ -185,7 +213,12 @@ class Bench {
   double Bandwidth(int iterations);
 
  private:
-  ULONG InlineFlag() const { return o_.use_inline && o_.op != Op::kRead && size_ <= 256 ? NDK_OP_FLAG_INLINE : 0; }
+  ULONG InlineFlag() const {
+    const long long limit = std::min(o_.inline_size >= 0 ? o_.inline_size : (bandwidth_phase_ ? 0 : 236), max_inline_);
+    return o_.op != Op::kRead && size_ <= limit ? NDK_OP_FLAG_INLINE : 0;
+  }
+  bool bandwidth_phase_ = false;
+  long long max_inline_ = 0;
 
   double ReadOnce() {
     const NDK_SGE sge = a_rx_->Sge(0, size_);
@@ -199,16 +232,14 @@ class Bench {
   double PingPongOnce(int i) {
     const TimePoint t0 = fabric().Now();
     if (o_.op == Op::kSend) {
-      const NDK_SGE rb = b_buf_->Sge(0, size_);
-      const NDK_SGE ra = a_rx_->Sge(0, size_);
-      Check(pair_->b().Receive(nullptr, {&rb, size_ ? 1u : 0u}));
-      Check(pair_->a().Receive(nullptr, {&ra, size_ ? 1u : 0u}));
       const NDK_SGE sa = a_buf_->Sge(0, size_);
       Check(pair_->a().Send(nullptr, {&sa, size_ ? 1u : 0u}, InlineFlag()));
       Wait(pair_->b().receive_cq, 1);
+      PostReceive(pair_->b(), *b_buf_);
       const NDK_SGE sb = b_buf_->Sge(0, size_);
       Check(pair_->b().Send(nullptr, {&sb, size_ ? 1u : 0u}, InlineFlag()));
       Wait(pair_->a().receive_cq, 1);
+      PostReceive(pair_->a(), *a_rx_);
     } else {
       // Each side polls the last byte of its buffer for the new pattern, as ib_write_lat does.
       const auto pattern = static_cast<std::byte>(1 + i % 255);
@@ -227,6 +258,11 @@ class Bench {
     QpEnd::Poll(pair_->a().initiator_cq, reaped);
     QpEnd::Poll(pair_->b().initiator_cq, reaped);
     return one_way;
+  }
+
+  void PostReceive(QpEnd& end, const RegisteredBuffer& buffer) {
+    const NDK_SGE sge = buffer.Sge(0, size_);
+    Check(end.Receive(nullptr, {&sge, size_ ? 1u : 0u}));
   }
 
   void Wait(NDK_CQ* cq, std::size_t n) {
@@ -271,6 +307,7 @@ std::size_t TagQp(void* tag) { return reinterpret_cast<std::uintptr_t>(tag) >> 3
 std::size_t TagCount(void* tag) { return reinterpret_cast<std::uintptr_t>(tag) & 0xffffffffu; }
 
 double Bench::Bandwidth(int iterations) {
+  bandwidth_phase_ = true;
   const std::size_t nqp = qa_.size();
   const auto window = static_cast<std::size_t>(o_.window);
   const auto chain = static_cast<std::size_t>(o_.post_list);
@@ -386,7 +423,7 @@ int main(int argc, char** argv) {
   const char* op_name = o.op == Op::kWrite ? "write" : o.op == Op::kRead ? "read" : "send";
   std::printf("ndksim-perf: op %s, profile %s, %d iterations, %d QP(s), post list %d, signal every %d, window %d%s\n",
               op_name, o.profile.c_str(), o.iterations, o.qps, o.post_list, o.signal_every, o.window,
-              o.use_inline ? ", inline" : "");
+              o.inline_size < 0 ? "" : fmt::format(", inline up to {} B", o.inline_size).c_str());
   std::printf("%10s %12s %12s %12s %12s %12s %16s\n", "bytes", "lat min us", "lat med us", "lat p99 us", "BW Gb/s",
               "rate Mpps", "sim ops/wall-s");
   for (const ULONG size : o.sizes) {
@@ -401,6 +438,10 @@ int main(int argc, char** argv) {
     std::sort(lat.begin(), lat.end());
     const bool trace = !o.trace_path.empty() && size == o.sizes.back();
     if (trace) bench.fabric().Trace().Requests().Enable();
+    if (o.log && size == o.sizes.back()) {
+      bench.fabric().Trace().SetSink([](std::string_view line) { std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data()); });
+      bench.fabric().Trace().EnableAll();
+    }
     const double seconds = bench.Bandwidth(o.iterations);
     if (trace) {
       std::ofstream out(o.trace_path);

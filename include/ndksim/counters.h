@@ -1,23 +1,53 @@
-// Counters of one node's RNIC: plain fields, each updated in exactly one place by the hardware
-// block that owns the event, read by tests and tools through Node::Counters().
+// Counters of one node's RNIC and of each of its QPs: plain fields, each updated in exactly one
+// place by the hardware block that owns the event. Read by tests and tools through
+// Node::Counters() and Node::QpCounters().
 #pragma once
 
 #include <cstdint>
 
 namespace ndksim {
 
+// What one QP caused. DMA and MMIO traffic is charged to the QP it serves (WQE fetch, payload,
+// placement, CQEs of its requests); traffic with no QP (event entries, CQ arming) is only in the
+// node's counters.
+struct QpCounters {
+  std::uint64_t doorbells = 0;          // send-queue doorbells that reached the NIC
+  std::uint64_t mmio_writes = 0;        // doorbell MMIO writes (with the WQE when written through)
+  std::uint64_t mmio_write_bytes = 0;
+  std::uint64_t wqes_fetched = 0;       // WQEs read from the host ring by DMA
+  std::uint64_t wqes_by_mmio = 0;       // WQEs that arrived with their doorbell, not fetched
+  std::uint64_t wqes_executed = 0;
+  std::uint64_t dma_reads = 0;          // DMA read operations (each may be several PCIe requests)
+  std::uint64_t dma_read_bytes = 0;
+  std::uint64_t dma_writes = 0;
+  std::uint64_t dma_write_bytes = 0;
+  std::uint64_t packets_sent = 0;
+  std::uint64_t packets_received = 0;
+  std::uint64_t bytes_sent = 0;         // payload bytes
+  std::uint64_t bytes_received = 0;     // payload bytes
+  std::uint64_t fence_stalls = 0;
+  std::uint64_t completions = 0;        // CQEs written for this QP (send and receive side)
+  std::uint64_t retransmissions = 0;
+};
+
 struct NicCounters {
   std::uint64_t doorbells = 0;
   std::uint64_t doorbells_dropped = 0;
+  std::uint64_t mmio_writes = 0;
+  std::uint64_t mmio_write_bytes = 0;
   std::uint64_t wqes_fetched = 0;
+  std::uint64_t wqes_by_mmio = 0;
   std::uint64_t wqes_executed = 0;
   std::uint64_t packets_sent = 0;
   std::uint64_t packets_received = 0;
   std::uint64_t bytes_sent = 0;
+  std::uint64_t bytes_received = 0;
   std::uint64_t dma_reads = 0;
+  std::uint64_t dma_read_requests = 0;  // PCIe read requests (MRRS-sized pieces of the reads)
   std::uint64_t dma_read_bytes = 0;
   std::uint64_t dma_writes = 0;
   std::uint64_t dma_write_bytes = 0;
+  std::uint64_t read_tag_stalls = 0;    // read requests that waited for a free tag
   std::uint64_t cqes_written = 0;
   std::uint64_t interrupts = 0;
   std::uint64_t naks_sent = 0;

@@ -30,23 +30,50 @@ struct HardwareProfile {
   std::uint32_t vendor_id = 0;   // PCI vendor id / OUI reported to consumers
   std::uint32_t device_id = 0;   // vendor device id
 
-  // ---- PCIe link ----
-  Duration pcie_mmio_write_latency{};  // CPU store to doorbell register until the NIC sees it
-  Duration pcie_dma_read_latency{};    // NIC read request until the first completion returns (pcie-bench: 546 ns median, 64 B, Gen3)
+  // ---- PCIe link (pcie_link) ----
+  // The link is two directions; each is a server with a busy-until time. Numbers are PCIe Gen3
+  // x16 with 64-bit addressing (Neugebauer et al., SIGCOMM 2018, "pcie-bench").
+  Duration pcie_mmio_write_latency{};  // CPU store to a doorbell register until the NIC sees it
+  Duration pcie_dma_read_latency{};    // read request issued until its first completion returns; with
+                                       // the TLP serialization a 64 B read takes the pcie-bench 546 ns
   Duration pcie_dma_write_latency{};   // NIC posted write until the data is visible in host memory
-  BitRate pcie_bandwidth{};            // usable TLP bandwidth of the link (Gen3 x16: 113.7 Gb/s)
+                                       // (pcie-bench write-then-read 770 ns minus a 546 ns read)
+  BitRate pcie_bandwidth{};            // usable TLP bandwidth of one direction (Gen3 x16: 113.7 Gb/s)
+  std::uint32_t pcie_max_payload_bytes = 256;       // MPS: data bytes per write TLP or read completion
+  std::uint32_t pcie_max_read_request_bytes = 512;  // MRRS: a DMA read is split into requests this big
+  std::uint32_t pcie_read_tags = 32;   // read requests in flight at once; more wait for a free tag
+  // A WQE of at most this many bytes is written with its doorbell (BlueFlame-style MMIO) when the
+  // doorbell covers exactly that one WQE, and is not fetched again by DMA. 0: doorbells only.
+  std::uint32_t wqe_by_mmio_bytes = 0;
 
-  // ---- NIC processing ----
+  // ---- NIC processing (processing units, requester, responder) ----
   ClockDomain nic_clock{1000};         // NIC core clock
-  Cycles wqe_processing{0};            // cycles a processing unit spends per WQE (parse, translate, schedule)
-  Cycles packet_processing{0};         // cycles per received packet (checks, placement set-up)
+  // Processing units: each QP is served by one unit (QPN modulo the count), so the requests of a
+  // QP stay in order while several QPs run in parallel (Kalia et al., USENIX ATC 2016).
+  std::uint32_t processing_units = 1;
+  Cycles doorbell_processing{0};       // unit cycles per doorbell (context lookup, scheduling)
+  Cycles wqe_processing{0};            // unit cycles per send-queue WQE (parse, translate, schedule)
+  Cycles read_response_processing{0};  // responder unit cycles per inbound read request
+  Cycles packet_processing{0};         // receive pipeline cycles per packet (checks, steering); a
+                                       // latency, pipelined, not a server
+  // Bytes one QP may hold in NIC buffers between its payload DMA and the wire; bounds how far the
+  // requester reads ahead of transmission.
+  std::uint32_t qp_transmit_buffer_bytes = 0;
 
-  // ---- port and wire ----
+  // ---- port and wire (port) ----
   BitRate link_rate{};                 // Ethernet/IB signalling rate after encoding
-  Duration propagation_delay{};        // cable and PHY, one direction
+  Duration port_transmit_latency{};    // MAC, PCS and FEC encoder: packet handed to the port until its
+                                       // first bit is on the cable
+  Duration port_receive_latency{};     // PHY, FEC decoder and MAC: last bit in until the packet is
+                                       // handed to the receive pipeline
+  Duration propagation_delay{};        // cable, one direction
   Duration switch_latency{};           // cut-through forwarding delay when nodes meet at a switch
   std::uint32_t mtu_bytes = 4096;      // payload bytes per packet (path MTU)
-  std::uint32_t packet_overhead_bytes = 0;  // header + trailer + framing bytes per packet on the wire
+  // Header + trailer + framing bytes of every packet on the wire. Transport extension headers
+  // (RETH 16 B on write-first/only and read requests, AETH 4 B on ACKs and read responses, IETH
+  // 4 B on send-with-invalidate) are added per packet for RoCEv2 and InfiniBand.
+  std::uint32_t packet_overhead_bytes = 0;
+  Duration ack_turnaround{};           // responder: data placed until its ACK is handed to the port
 
   // ---- reliable transport ----
   Duration ack_timeout{};              // requester retransmission timeout

@@ -98,6 +98,7 @@ void Completer::OnAcknowledge(QpContext& qp, const Packet& p) {
       if (!FindByPsn(qp, p.psn, &counter)) return;
       AcknowledgeUpTo(qp, p.psn + Psn::kMask);
       ++nic_.MutableCounters().retransmissions;
+      ++qp.counters.retransmissions;
       nic_.Req().Rewind(qp, counter);
       return;
     }
@@ -116,6 +117,7 @@ void Completer::OnRnrDelayOver(Qpn qpn, std::uint64_t generation, std::uint32_t 
   if (qp == nullptr || qp->state != QpState::kReadyToSend || qp->completer.timer_generation != generation) return;
   qp->completer.rnr_wait = false;
   ++nic_.MutableCounters().retransmissions;
+  ++qp->counters.retransmissions;
   nic_.Req().Rewind(*qp, counter);
 }
 
@@ -169,7 +171,7 @@ void Completer::OnReadResponse(QpContext& qp, std::uint32_t packet_id) {
     rd.state = DescriptorState::kCompleted;
     nic_.Req().OnReadRetired(*q);
     Retire(*q);
-  });
+  }, &qp.counters);
 }
 
 void Completer::AcknowledgeUpTo(QpContext& qp, Psn psn) {
@@ -246,6 +248,8 @@ void Completer::FlushFetched(QpContext& qp) {
     d.syndrome = CompletionSyndrome::kFlushed;
   }
   r.next_exec = r.tail;
+  r.segment_next = r.tail;
+  r.segment_packet = 0;
   r.outstanding_reads = 0;
   Retire(qp);
 }
@@ -279,6 +283,7 @@ void Completer::OnTimeout(Qpn qpn, std::uint64_t generation) {
   }
   --qp->completer.retries_left;
   ++nic_.MutableCounters().retransmissions;
+  ++qp->counters.retransmissions;
   NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Completer, "qp {} ack timeout, resend from wqe {}",
                qpn.value, oldest);
   nic_.Req().Rewind(*qp, oldest);

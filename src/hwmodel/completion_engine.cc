@@ -11,7 +11,9 @@ void CompletionEngine::Post(CqNumber cq, const CompletionRecord& record) {
   CqContext* c = nic_.FindCq(cq);
   if (c == nullptr || c->dead) return;  // a dead CQ reports nothing more (ref §3.13)
   ++c->in_flight;
-  nic_.Pcie().DmaWrite(sizeof(Cqe), [this, cq, record] { Land(cq, record); });
+  QpContext* qp = nic_.FindQp(Qpn{record.qpn});
+  if (qp != nullptr) ++qp->counters.completions;
+  nic_.Pcie().DmaWrite(sizeof(Cqe), [this, cq, record] { Land(cq, record); }, qp != nullptr ? &qp->counters : nullptr);
 }
 
 void CompletionEngine::Land(CqNumber number, const CompletionRecord& record) {

@@ -36,22 +36,56 @@ struct WqeDescriptor {
   std::array<std::byte, kMaxInlineBytes> inline_data{};
 };
 
-// Requester and WQE-fetch part of a QP context.
+inline constexpr std::uint32_t kStagedPackets = 64;     // packets a QP may hold between payload DMA and wire
+inline constexpr std::uint32_t kMaxWqesAhead = 8;       // WQEs the processing unit may run ahead of segmentation
+
+// A packet the requester has built and whose payload is being read (or has been read) from host
+// memory, waiting for its turn on the wire. Packets of one QP leave in PSN order.
+struct StagedPacket {
+  std::uint32_t packet_id = 0;
+  std::uint32_t counter = 0;   // WQE it belongs to
+  std::uint32_t index = 0;     // packet number within its message
+  std::uint32_t bytes = 0;     // payload bytes (held in the QP's transmit buffer)
+  bool ready = false;          // payload is in the NIC
+};
+
+// Requester and WQE-fetch part of a QP context. A WQE goes through two in-order stages: the
+// processing unit (checks, PSN assignment) and the segmenter (packets, payload DMA, staging);
+// staged packets are transmitted in order as their payload arrives.
 struct RequesterState {
   std::uint32_t doorbell_index = 0;   // send-queue producer index (blocks) from the last doorbell
   std::uint32_t fetched_blocks = 0;   // blocks fetched so far
   bool fetch_in_flight = false;
   // Descriptors are addressed by WQE counter modulo kDescriptorSlots.
   std::array<WqeDescriptor, kDescriptorSlots> descriptors;
-  std::uint32_t head = 0;      // oldest unretired WQE
-  std::uint32_t next_exec = 0; // next WQE to execute
-  std::uint32_t tail = 0;      // one past the newest fetched WQE
-  bool executing = false;      // a WQE is in the processing pipeline
-  bool scheduled = false;      // an execution step is pending
+  std::uint32_t head = 0;          // oldest unretired WQE
+  std::uint32_t segment_next = 0;  // next WQE to segment (head <= segment_next <= next_exec)
+  std::uint32_t next_exec = 0;     // next WQE for the processing unit
+  std::uint32_t tail = 0;          // one past the newest fetched WQE
+  std::uint32_t segment_packet = 0;  // next packet of WQE segment_next
+  bool scheduled = false;          // a processing-unit step is pending
   Psn next_psn;
   std::uint32_t outstanding_reads = 0;
   bool fence_blocked = false;
+  // Staged packets: a ring addressed modulo kStagedPackets.
+  std::array<StagedPacket, kStagedPackets> staged{};
+  std::uint32_t staged_head = 0;
+  std::uint32_t staged_tail = 0;
+  std::uint64_t staged_bytes = 0;
+  bool drain_scheduled = false;    // waiting for the port to finish its current packet
+  bool tag_wait_scheduled = false; // the segmenter waits for a free PCIe read tag
   std::uint64_t generation = 0;  // bumped by rewind and abort; in-flight work of older ones is dropped
+};
+
+inline constexpr std::uint32_t kReceivePrefetchWqes = 16;  // receive WQEs read ahead per queue
+
+// The receive WQEs a queue (RQ or SRQ) holds on the NIC, read ahead of need by DMA. Only the
+// timing is kept: the WQE bytes are read from the host ring when a message takes them, which is
+// the same data (the host may not touch a posted WQE).
+struct ReceivePrefetch {
+  std::uint32_t landed_end = 0;     // WQEs before this are on the NIC
+  std::uint32_t in_flight_end = 0;  // a read of WQEs [landed_end, in_flight_end) is in flight
+  TimePoint in_flight_lands{};      // ... and arrives then
 };
 
 // Responder part of a QP context.
@@ -73,7 +107,9 @@ struct ResponderState {
   std::uint64_t write_remaining = 0;
   std::uint32_t reads_in_progress = 0;
   TimePoint placement_ready{};  // placements of this QP may not start before this (WQE fetch)
+  TimePoint responses_free{};   // read responses of this QP leave in order, none before this
   bool rnr_nak_outstanding = false;
+  ReceivePrefetch prefetch;     // of the QP's own receive queue
 };
 
 // Completer part of a QP context.
@@ -106,6 +142,7 @@ struct QpContext {
   RequesterState requester;
   ResponderState responder;
   CompleterState completer;
+  QpCounters counters;
 
   WqeDescriptor& Descriptor(std::uint32_t counter) { return requester.descriptors[counter % kDescriptorSlots]; }
 };
@@ -118,6 +155,7 @@ struct SrqContext {
   std::uint32_t consumed = 0;  // WQEs taken so far
   std::uint32_t limit = 0;     // notify when fewer than this many WQEs are queued
   bool armed = false;          // the limit notification is one-shot
+  ReceivePrefetch prefetch;
 };
 
 struct CqContext {

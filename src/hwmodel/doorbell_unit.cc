@@ -1,9 +1,11 @@
-// Doorbell registers: record the newest producer index and hand the QP to WQE fetch.
+// Doorbell registers: record the newest producer index, charge the QP's processing unit, and hand
+// the QP to WQE fetch (or take the WQE the MMIO write carried).
 #include "hwmodel/doorbell_unit.h"
 
 #include "hwmodel/completion_engine.h"
 #include "hwmodel/contexts.h"
 #include "hwmodel/pcie_link.h"
+#include "hwmodel/processing_units.h"
 #include "hwmodel/wqe_fetch.h"
 #include "ndksim/trace.h"
 
@@ -11,7 +13,14 @@ namespace ndksim::hw {
 
 void DoorbellUnit::OnMmioWrite(const Doorbell& doorbell) {
   ++nic_.MutableCounters().doorbells;
-  const TimePoint arrival = nic_.Pcie().MmioWrite(8);
+  QpContext* qp = doorbell.kind == Doorbell::Kind::kSendQueue ? nic_.FindQp(Qpn{doorbell.object}) : nullptr;
+  std::uint32_t bytes = 8;  // a doorbell register write
+  if (qp != nullptr) {
+    ++qp->counters.doorbells;
+    // A doorbell that carries its WQE writes the whole WQE through the register window.
+    if (doorbell.wqe_bytes > 0) bytes = doorbell.wqe_bytes;
+  }
+  const TimePoint arrival = nic_.Pcie().MmioWrite(bytes, qp != nullptr ? &qp->counters : nullptr);
   events_.Schedule(arrival, EventPriority::kHost, [this, doorbell] { OnArrival(doorbell); });
 }
 
@@ -34,7 +43,18 @@ void DoorbellUnit::OnArrival(const Doorbell& doorbell) {
         }
         qp->requester.doorbell_index = doorbell.index;
       }
-      nic_.Fetch().Kick(*qp);
+      // The QP's processing unit handles the doorbell (context lookup, scheduling) before the
+      // WQEs it covers can be fetched.
+      const Qpn qpn = qp->qpn;
+      const TimePoint handled = nic_.Units().Run(qpn, nic_.Profile().doorbell_processing, events_.Now());
+      const bool carries_wqe = doorbell.wqe_bytes > 0 && ahead > 0;
+      const std::uint32_t index = doorbell.index;
+      events_.Schedule(handled, EventPriority::kDevice, [this, qpn, carries_wqe, index] {
+        QpContext* q = nic_.FindQp(qpn);
+        if (q == nullptr) return;
+        if (carries_wqe && nic_.Fetch().TakeFromDoorbell(*q, index)) return;
+        nic_.Fetch().Kick(*q);
+      });
       return;
     }
     case Doorbell::Kind::kReceiveQueue: {

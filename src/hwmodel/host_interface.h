@@ -234,6 +234,10 @@ struct Doorbell {
   CqArmKind arm = CqArmKind::kNone;
   std::uint32_t object = 0;  // QPN or CQ number
   std::uint32_t index = 0;   // producer index (queues) or consumer index (CQ arm)
+  // Send queues: the MMIO write carried the one WQE it covers, this many bytes of it (BlueFlame-
+  // style), so the NIC need not fetch it; 0 when it did not. At most the profile's
+  // wqe_by_mmio_bytes.
+  std::uint16_t wqe_bytes = 0;
 };
 
 // ---- event queue (interrupt causes) -------------------------------------------------------------

@@ -10,6 +10,7 @@
 #include "hwmodel/doorbell_unit.h"
 #include "hwmodel/host.h"
 #include "hwmodel/pcie_link.h"
+#include "hwmodel/processing_units.h"
 #include "hwmodel/port.h"
 #include "hwmodel/requester.h"
 #include "hwmodel/responder.h"
@@ -52,7 +53,7 @@ bool AllocateSlot(std::vector<std::unique_ptr<T>>& table, std::size_t limit, std
 Nic::Nic(NodeId id, const HardwareProfile& profile, EventQueue& events, Host& host, Network& network,
          Tracer& tracer, std::uint64_t seed)
     : id_(id),
-      profile_(profile),
+      profile_((ValidateOrThrow(profile), profile)),  // before any block sizes itself from it
       events_(events),
       host_(host),
       network_(network),
@@ -66,9 +67,8 @@ Nic::Nic(NodeId id, const HardwareProfile& profile, EventQueue& events, Host& ho
       responder_(std::make_unique<Responder>(*this, events)),
       completer_(std::make_unique<Completer>(*this, events)),
       completion_engine_(std::make_unique<CompletionEngine>(*this, events)),
-      port_(std::make_unique<Port>(*this, events, network)) {
-  ValidateOrThrow(profile_);
-}
+      port_(std::make_unique<Port>(*this, events, network)),
+      units_(std::make_unique<ProcessingUnits>(profile_)) {}
 
 Nic::~Nic() = default;
 
@@ -92,6 +92,12 @@ QpContext* Nic::FindQp(Qpn qpn) {
   if (qpn.value < kFirstQpn) return nullptr;
   const std::uint32_t index = qpn.value - kFirstQpn;
   return index < qps_.size() ? qps_[index].get() : nullptr;
+}
+
+const QpCounters* Nic::FindQpCounters(Qpn qpn) const {
+  if (qpn.value < kFirstQpn) return nullptr;
+  const std::uint32_t index = qpn.value - kFirstQpn;
+  return index < qps_.size() && qps_[index] ? &qps_[index]->counters : nullptr;
 }
 
 CqContext* Nic::FindCq(CqNumber cq) {
@@ -296,6 +302,7 @@ CommandStatus Nic::DestroySrq(SrqNumber number) {
 CommandStatus Nic::DestroyQp(Qpn qpn) {
   QpContext* qp = FindQp(qpn);
   if (qp == nullptr) return CommandStatus::kNotFound;
+  requester_->Abort(*qp);  // releases the packets it staged
   qps_[qpn.value - kFirstQpn].reset();
   return CommandStatus::kOk;
 }

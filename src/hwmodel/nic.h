@@ -35,6 +35,7 @@ class Completer;
 class CompletionEngine;
 class Port;
 class Network;
+class ProcessingUnits;
 struct QpContext;
 struct CqContext;
 struct SrqContext;
@@ -209,6 +210,9 @@ class Nic {
   Responder& Resp() { return *responder_; }
   Completer& Comp() { return *completer_; }
   CompletionEngine& Cqes() { return *completion_engine_; }
+  ProcessingUnits& Units() { return *units_; }
+  // Counters of a live QP, or nullptr.
+  const QpCounters* FindQpCounters(Qpn qpn) const;
   // Writes an event-queue entry to host memory and raises the interrupt.
   void PostEvent(const EventEntry& entry);
   // Moves a QP to the error state (once) and flushes it; who is told depends on the cause.
@@ -257,6 +261,7 @@ class Nic {
   std::unique_ptr<Completer> completer_;
   std::unique_ptr<CompletionEngine> completion_engine_;
   std::unique_ptr<Port> port_;
+  std::unique_ptr<ProcessingUnits> units_;
 };
 
 }  // namespace ndksim::hw

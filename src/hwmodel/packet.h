@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hwmodel/host_interface.h"
+#include "ndksim/profile.h"
 
 namespace ndksim::hw {
 
@@ -121,5 +122,29 @@ struct Packet {
   // Payload bytes; the vector's capacity is kept across reuse so steady state does not allocate.
   std::vector<std::byte> payload;
 };
+
+// Extension-header bytes a packet carries beyond the profile's fixed per-packet overhead. RoCEv2
+// and InfiniBand add RETH (16 B) to write-first/only and read requests, AETH (4 B) to ACKs and to
+// the first, last and only read responses, and IETH (4 B) to the packet that ends a
+// send-with-invalidate. The iWARP overhead already includes its DDP/RDMAP header.
+constexpr std::uint32_t ExtensionHeaderBytes(Transport transport, const Packet& p) {
+  if (transport == Transport::kIWarp) return 0;
+  switch (p.opcode) {
+    case PacketOpcode::kWriteFirst:
+    case PacketOpcode::kWriteOnly:
+    case PacketOpcode::kReadRequest:
+      return 16;
+    case PacketOpcode::kAcknowledge:
+    case PacketOpcode::kReadResponseFirst:
+    case PacketOpcode::kReadResponseLast:
+    case PacketOpcode::kReadResponseOnly:
+      return 4;
+    case PacketOpcode::kSendLast:
+    case PacketOpcode::kSendOnly:
+      return p.has_invalidate_key ? 4 : 0;
+    default:
+      return 0;
+  }
+}
 
 }  // namespace ndksim::hw

@@ -1,4 +1,4 @@
-// PCIe link timing: fixed latency per transaction plus serialization of TLPs on a shared link.
+// PCIe link timing: fixed latency per transaction plus serialization of TLPs, read tags.
 #include "hwmodel/pcie_link.h"
 
 #include <algorithm>
@@ -7,43 +7,86 @@
 
 namespace ndksim::hw {
 
-PcieLink::PcieLink(Nic& nic, EventQueue& events) : nic_(nic), events_(events) {}
+PcieLink::PcieLink(Nic& nic, EventQueue& events)
+    : nic_(nic), events_(events), tag_free_(nic.Profile().pcie_read_tags) {}
 
-std::uint64_t PcieLink::WireBytes(std::uint64_t bytes, std::uint32_t overhead) {
-  const std::uint64_t tlps = bytes == 0 ? 1 : (bytes + kMaxPayloadBytes - 1) / kMaxPayloadBytes;
+std::uint64_t PcieLink::WireBytes(std::uint64_t bytes, std::uint32_t tlp_bytes, std::uint32_t overhead) {
+  const std::uint64_t tlps = bytes == 0 ? 1 : (bytes + tlp_bytes - 1) / tlp_bytes;
   return bytes + tlps * overhead;
 }
 
-TimePoint PcieLink::MmioWrite(std::uint32_t bytes) {
+TimePoint PcieLink::MmioWrite(std::uint32_t bytes, QpCounters* qp) {
   const auto& p = nic_.Profile();
-  const TimePoint start = std::max(events_.Now(), downstream_free_);
-  downstream_free_ = start + p.pcie_bandwidth.TimeFor(WireBytes(bytes, kWriteTlpOverheadBytes));
-  return downstream_free_ + p.pcie_mmio_write_latency;
+  auto& c = nic_.MutableCounters();
+  ++c.mmio_writes;
+  c.mmio_write_bytes += bytes;
+  if (qp != nullptr) {
+    ++qp->mmio_writes;
+    qp->mmio_write_bytes += bytes;
+  }
+  const TimePoint start = std::max(events_.Now(), mmio_free_);
+  mmio_free_ = start + p.pcie_bandwidth.TimeFor(WireBytes(bytes, p.pcie_max_payload_bytes, kWriteTlpOverheadBytes));
+  return mmio_free_ + p.pcie_mmio_write_latency;
 }
 
-void PcieLink::DmaRead(std::uint64_t bytes, EventCallback done, TimePoint not_before) {
+TimePoint PcieLink::ReadSlotAt() const {
+  const Duration round_trip = nic_.Profile().pcie_bandwidth.TimeFor(kWriteTlpOverheadBytes) +
+                              nic_.Profile().pcie_dma_read_latency;
+  return std::max(tag_free_[next_tag_], completions_free_ - round_trip);
+}
+
+void PcieLink::DmaRead(std::uint64_t bytes, EventCallback done, QpCounters* qp) {
+  events_.Schedule(DmaReadArrival(bytes, qp), EventPriority::kDevice, std::move(done));
+}
+
+TimePoint PcieLink::DmaReadArrival(std::uint64_t bytes, QpCounters* qp) {
   const auto& p = nic_.Profile();
   auto& c = nic_.MutableCounters();
   ++c.dma_reads;
   c.dma_read_bytes += bytes;
-  // The request goes up, the data comes back after the read latency and then occupies the
-  // downstream direction for its serialization time.
-  const TimePoint issue = std::max(events_.Now(), not_before);
-  const TimePoint data_start = std::max(issue + p.pcie_dma_read_latency, downstream_free_);
-  downstream_free_ = data_start + p.pcie_bandwidth.TimeFor(WireBytes(bytes, kCompletionTlpOverheadBytes));
-  NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Pcie, "dma read {} B done at {}", bytes, downstream_free_);
-  events_.Schedule(downstream_free_, EventPriority::kDevice, std::move(done));
+  if (qp != nullptr) {
+    ++qp->dma_reads;
+    qp->dma_read_bytes += bytes;
+  }
+  const TimePoint now = events_.Now();
+  const Duration request_time = p.pcie_bandwidth.TimeFor(kWriteTlpOverheadBytes);
+  std::uint64_t left = bytes;
+  TimePoint last{};
+  do {
+    const std::uint64_t n = std::min<std::uint64_t>(left, p.pcie_max_read_request_bytes);
+    left -= n;
+    ++c.dma_read_requests;
+    // The request header goes up; it leaves once the link and a read tag are free.
+    requests_free_ = std::max(now, requests_free_) + request_time;
+    TimePoint& tag = tag_free_[next_tag_];
+    next_tag_ = (next_tag_ + 1) % tag_free_.size();
+    if (tag > requests_free_) ++c.read_tag_stalls;
+    const TimePoint sent = std::max(requests_free_, tag);
+    // The data comes back after the read latency and occupies the downstream direction for its
+    // serialization time, in completions of at most MPS bytes.
+    const TimePoint data_start = std::max(sent + p.pcie_dma_read_latency, completions_free_);
+    completions_free_ =
+        data_start + p.pcie_bandwidth.TimeFor(WireBytes(n, p.pcie_max_payload_bytes, kCompletionTlpOverheadBytes));
+    tag = completions_free_;  // the tag is free once its last completion has arrived
+    last = completions_free_;
+  } while (left > 0);
+  NDKSIM_TRACE(nic_.Trace(), now, nic_.Id(), Pcie, "dma read {} B done at {}", bytes, last);
+  return last;
 }
 
-void PcieLink::DmaWrite(std::uint64_t bytes, EventCallback done, TimePoint not_before) {
+void PcieLink::DmaWrite(std::uint64_t bytes, EventCallback done, QpCounters* qp, TimePoint not_before) {
   const auto& p = nic_.Profile();
   auto& c = nic_.MutableCounters();
   ++c.dma_writes;
   c.dma_write_bytes += bytes;
-  const TimePoint start = std::max({events_.Now(), not_before, upstream_free_});
-  upstream_free_ = start + p.pcie_bandwidth.TimeFor(WireBytes(bytes, kWriteTlpOverheadBytes));
+  if (qp != nullptr) {
+    ++qp->dma_writes;
+    qp->dma_write_bytes += bytes;
+  }
+  const TimePoint start = std::max({events_.Now(), not_before, writes_free_});
+  writes_free_ = start + p.pcie_bandwidth.TimeFor(WireBytes(bytes, p.pcie_max_payload_bytes, kWriteTlpOverheadBytes));
   // Posted writes become visible in order: never before an earlier write.
-  last_write_done_ = std::max(last_write_done_, upstream_free_ + p.pcie_dma_write_latency);
+  last_write_done_ = std::max(last_write_done_, writes_free_ + p.pcie_dma_write_latency);
   NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Pcie, "dma write {} B done at {}", bytes, last_write_done_);
   events_.Schedule(last_write_done_, EventPriority::kDevice, std::move(done));
 }

@@ -1,9 +1,12 @@
-// The PCIe link between host and NIC: MMIO doorbell writes (host -> NIC), DMA reads (request up,
-// completions with data down) and posted DMA writes (NIC -> host). Each direction is a server with
-// a busy-until time, so transfers queue behind each other and bandwidth limits emerge.
+// The PCIe link between host and NIC: MMIO doorbell writes (host -> NIC), DMA reads (requests up,
+// completions with data down) and posted DMA writes (NIC -> host). Each kind of traffic is a
+// server with a busy-until time, so transfers queue behind each other and bandwidth limits emerge
+// without ticking cycles. A DMA read is split into read requests of at most MRRS bytes, each of
+// which holds one of a bounded number of read tags until its last completion has arrived.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "hwmodel/event_queue.h"
 #include "hwmodel/nic.h"
@@ -12,32 +15,47 @@ namespace ndksim::hw {
 
 class PcieLink {
  public:
-  static constexpr std::uint32_t kMaxPayloadBytes = 256;        // MPS: bytes per TLP
-  static constexpr std::uint32_t kWriteTlpOverheadBytes = 24;    // memory write request header
+  static constexpr std::uint32_t kWriteTlpOverheadBytes = 24;       // memory write or read request header
   static constexpr std::uint32_t kCompletionTlpOverheadBytes = 20;  // completion-with-data header
 
   PcieLink(Nic& nic, EventQueue& events);
 
-  // When an MMIO write of `bytes` issued now reaches the NIC.
-  TimePoint MmioWrite(std::uint32_t bytes);
+  // When an MMIO write of `bytes` issued now reaches the NIC. `qp` (may be null) is charged.
+  TimePoint MmioWrite(std::uint32_t bytes, QpCounters* qp = nullptr);
   // Reads `bytes` of host memory; `done` runs when the last completion has arrived. The caller
   // copies the bytes out of host memory in `done`, so it sees memory as it is at that time.
-  void DmaRead(std::uint64_t bytes, EventCallback done, TimePoint not_before = {});
-  // Writes `bytes` to host memory; `done` runs when they are visible to the host. Posted writes
-  // land in issue order. The caller copies into host memory in `done`.
-  void DmaWrite(std::uint64_t bytes, EventCallback done, TimePoint not_before = {});
+  // Reads complete in the order they are issued.
+  void DmaRead(std::uint64_t bytes, EventCallback done, QpCounters* qp = nullptr);
+  // The same read, for a caller that only needs to know when its data has arrived (it schedules
+  // its own work, or the read only moves bytes the model never looks at, like a prefetch).
+  TimePoint DmaReadArrival(std::uint64_t bytes, QpCounters* qp = nullptr);
+  // Writes `bytes` to host memory, not starting before `not_before`; `done` runs when they are
+  // visible to the host. Posted writes land in issue order. The caller copies in `done`.
+  void DmaWrite(std::uint64_t bytes, EventCallback done, QpCounters* qp = nullptr, TimePoint not_before = {});
+
+  // From when a read issued would neither wait for a tag nor find its data queued behind earlier
+  // completions. A block that reads ahead (payload prefetch) waits for this instead of booking
+  // the link far into the future, where later reads (WQE fetches) would queue behind it.
+  TimePoint ReadSlotAt() const;
 
   // When every write issued so far is visible in host memory.
   TimePoint LastWriteLandsAt() const { return last_write_done_; }
 
  private:
-  static std::uint64_t WireBytes(std::uint64_t bytes, std::uint32_t overhead);
+  // Bytes on the link for `bytes` of data cut into TLPs of at most `tlp_bytes`, each with `overhead`.
+  static std::uint64_t WireBytes(std::uint64_t bytes, std::uint32_t tlp_bytes, std::uint32_t overhead);
 
   Nic& nic_;
   EventQueue& events_;
-  TimePoint downstream_free_{};  // host -> NIC: MMIO and read completions
-  TimePoint upstream_free_{};    // NIC -> host: writes and read requests
+  TimePoint mmio_free_{};        // host -> NIC: MMIO writes
+  TimePoint completions_free_{}; // host -> NIC: read completions with data
+  TimePoint requests_free_{};    // NIC -> host: read request headers
+  TimePoint writes_free_{};      // NIC -> host: posted writes
   TimePoint last_write_done_{};
+  // When each read tag is free again. Completions return in issue order, so the tags free up in
+  // the order they were taken and a ring suffices: the next tag is always the earliest free.
+  std::vector<TimePoint> tag_free_;
+  std::size_t next_tag_ = 0;
 };
 
 }  // namespace ndksim::hw

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "hwmodel/completer.h"
+#include "hwmodel/contexts.h"
 #include "hwmodel/responder.h"
 #include "ndksim/trace.h"
 
@@ -39,26 +40,39 @@ TimePoint Port::Transmit(std::uint32_t id) {
   auto& c = nic_.MutableCounters();
   ++c.packets_sent;
   c.bytes_sent += pkt.payload.size();
-  const std::uint64_t wire_bytes = pkt.payload.size() + p.packet_overhead_bytes;
+  if (QpContext* qp = nic_.FindQp(pkt.source_qpn); qp != nullptr) {
+    ++qp->counters.packets_sent;
+    qp->counters.bytes_sent += pkt.payload.size();
+  }
+  const std::uint64_t wire_bytes = pkt.payload.size() + p.packet_overhead_bytes + ExtensionHeaderBytes(p.transport, pkt);
   const TimePoint start = std::max(events_.Now(), tx_free_);
   tx_free_ = start + p.link_rate.TimeFor(wire_bytes);
-  TimePoint arrival = tx_free_;
+  Nic* dest = network_.NodeNic(pkt.destination_node);
+  NDKSIM_CHECK(dest != nullptr);
+  const HardwareProfile& d = dest->Profile();
+  // The receiver takes the packet once its last bit is in (store and forward), then its receive
+  // pipeline handles it. Loopback turns around inside the NIC, without MAC or PHY.
+  TimePoint arrival = tx_free_ + d.nic_clock.ToDuration(d.packet_processing);
   if (pkt.destination_node != nic_.Id()) {
-    arrival += p.propagation_delay;
+    arrival += p.port_transmit_latency + p.propagation_delay + d.port_receive_latency;
     if (network_.Switched()) arrival += p.switch_latency + p.propagation_delay;
   }
   NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Port, "tx {} psn {} qp {} -> n{} {} B, arrives {}",
                Name(pkt.opcode), pkt.psn.value, pkt.destination_qpn.value, pkt.destination_node,
                pkt.payload.size(), arrival);
-  Nic* dest = network_.NodeNic(pkt.destination_node);
-  NDKSIM_CHECK(dest != nullptr);
   events_.Schedule(arrival, EventPriority::kWire, [dest, id] { dest->GetPort().Receive(id); });
-  return start;
+  return pkt.destination_node != nic_.Id() ? start + p.port_transmit_latency : start;
 }
 
 void Port::Receive(std::uint32_t id) {
   Packet& pkt = network_.Pool().Get(id);
-  ++nic_.MutableCounters().packets_received;
+  auto& c = nic_.MutableCounters();
+  ++c.packets_received;
+  c.bytes_received += pkt.payload.size();
+  if (QpContext* qp = nic_.FindQp(pkt.destination_qpn); qp != nullptr) {
+    ++qp->counters.packets_received;
+    qp->counters.bytes_received += pkt.payload.size();
+  }
   NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Port, "rx {} psn {} qp {} {} B", Name(pkt.opcode),
                pkt.psn.value, pkt.destination_qpn.value, pkt.payload.size());
   // The receiving block owns the packet from here and releases it when its payload is placed.

@@ -25,10 +25,27 @@ std::vector<std::string> Validate(const HardwareProfile& p) {
   require(p.pcie_dma_read_latency >= zero, "pcie_dma_read_latency", "must not be negative");
   require(p.pcie_dma_write_latency >= zero, "pcie_dma_write_latency", "must not be negative");
   require(p.pcie_bandwidth.bits_per_second >= 0, "pcie_bandwidth", "must not be negative (0 = unlimited)");
+  auto power_of_two_in = [](std::uint32_t v, std::uint32_t lo, std::uint32_t hi) {
+    return v >= lo && v <= hi && (v & (v - 1)) == 0;
+  };
+  require(power_of_two_in(p.pcie_max_payload_bytes, 128, 4096), "pcie_max_payload_bytes",
+          "must be 128, 256, 512, 1024, 2048 or 4096 (PCIe MPS)");
+  require(power_of_two_in(p.pcie_max_read_request_bytes, 128, 4096), "pcie_max_read_request_bytes",
+          "must be 128, 256, 512, 1024, 2048 or 4096 (PCIe MRRS)");
+  require(p.pcie_read_tags >= 1 && p.pcie_read_tags <= 1024, "pcie_read_tags", "must be 1..1024");
+  require(p.wqe_by_mmio_bytes % 64 == 0 && p.wqe_by_mmio_bytes <= 1024, "wqe_by_mmio_bytes",
+          "must be a multiple of 64 B up to 1024 (0 = doorbells only)");
   require(p.nic_clock.Megahertz() > 0, "nic_clock", "must be a positive frequency");
+  require(p.processing_units >= 1 && p.processing_units <= 1024, "processing_units", "must be 1..1024");
+  require(p.doorbell_processing.count >= 0, "doorbell_processing", "must not be negative");
   require(p.wqe_processing.count >= 0, "wqe_processing", "must not be negative");
+  require(p.read_response_processing.count >= 0, "read_response_processing", "must not be negative");
   require(p.packet_processing.count >= 0, "packet_processing", "must not be negative");
+  require(p.qp_transmit_buffer_bytes >= p.mtu_bytes, "qp_transmit_buffer_bytes", "must hold at least one MTU");
   require(p.link_rate.bits_per_second >= 0, "link_rate", "must not be negative (0 = unlimited)");
+  require(p.port_transmit_latency >= zero, "port_transmit_latency", "must not be negative");
+  require(p.port_receive_latency >= zero, "port_receive_latency", "must not be negative");
+  require(p.ack_turnaround >= zero, "ack_turnaround", "must not be negative");
   require(p.propagation_delay >= zero, "propagation_delay", "must not be negative");
   require(p.switch_latency >= zero, "switch_latency", "must not be negative");
   const bool mtu_ok = p.mtu_bytes == 256 || p.mtu_bytes == 512 || p.mtu_bytes == 1024 ||
@@ -100,19 +117,36 @@ constexpr HardwareProfile MakeConnectX() {
   p.remote_access_error = RemoteAccessErrorStatus::kAccessViolation;
   p.vendor_id = 0x02c9;   // Mellanox/NVIDIA
   p.device_id = 0x1017;   // ConnectX-5
+  // PCIe Gen3 x16. A 64 B read: 24 B request TLP + 538 ns + 84 B completion = 546 ns (pcie-bench).
   p.pcie_mmio_write_latency = Nanoseconds(200);
-  p.pcie_dma_read_latency = Nanoseconds(546);   // pcie-bench median, 8-64 B
-  p.pcie_dma_write_latency = Nanoseconds(250);
-  p.pcie_bandwidth = MegabitsPerSecond(113'700);  // Gen3 x16 usable TLP bandwidth
+  p.pcie_dma_read_latency = Nanoseconds(538);
+  p.pcie_dma_write_latency = Nanoseconds(200);
+  p.pcie_bandwidth = MegabitsPerSecond(113'700);  // Gen3 x16 usable TLP bandwidth (pcie-bench)
+  p.pcie_max_payload_bytes = 256;
+  p.pcie_max_read_request_bytes = 512;
+  p.pcie_read_tags = 32;        // 32 x 512 B in flight covers the link's bandwidth-delay product
+  p.wqe_by_mmio_bytes = 256;    // mlx5 BlueFlame: a 256 B write-combining buffer per doorbell page
   p.nic_clock = ClockDomain(1000);
-  p.wqe_processing = Cycles{100};
-  p.packet_processing = Cycles{50};
+  p.processing_units = 16;
+  // Fitted: a single QP posting 8 B inline writes in lists of 128 reaches ~7.5 Mpps (perftest
+  // issue 273), i.e. ~132 cycles per WQE, and a doorbell per 2 KiB write still fills the wire.
+  p.doorbell_processing = Cycles{30};
+  p.wqe_processing = Cycles{132};
+  // Fitted: ib_read_bw on one QP is flat at ~2.5 Mpps for 2-128 B (openucx/ucx issue 8851).
+  p.read_response_processing = Cycles{400};
+  p.packet_processing = Cycles{40};
+  p.qp_transmit_buffer_bytes = 64 * 1024;
   p.link_rate = GigabitsPerSecond(100);
+  // Fitted with the stages above to the 0.83 us one-way latency of a 32 B send (Potter): MAC,
+  // PCS and RS-FEC on each side.
+  p.port_transmit_latency = Nanoseconds(100);
+  p.port_receive_latency = Nanoseconds(95);
   p.propagation_delay = Nanoseconds(5);  // 1 m of cable
   p.switch_latency = Nanoseconds(300);
   p.mtu_bytes = 4096;
   // preamble+SFD 8, IFG 12, Ethernet 14, FCS 4, IPv4 20, UDP 8, BTH 12, ICRC 4
   p.packet_overhead_bytes = 82;
+  p.ack_turnaround = Nanoseconds(20);
   p.ack_timeout = Microseconds(500);
   p.retry_count = 7;
   p.rnr_delay = Microseconds(10);
@@ -145,9 +179,15 @@ constexpr HardwareProfile MakeFunctional() {
   p.pcie_dma_read_latency = Duration::zero();
   p.pcie_dma_write_latency = Duration::zero();
   p.pcie_bandwidth = BitRate{0};
+  p.processing_units = 1;
+  p.doorbell_processing = Cycles{0};
   p.wqe_processing = Cycles{0};
+  p.read_response_processing = Cycles{0};
   p.packet_processing = Cycles{0};
   p.link_rate = BitRate{0};
+  p.port_transmit_latency = Duration::zero();
+  p.port_receive_latency = Duration::zero();
+  p.ack_turnaround = Duration::zero();
   p.propagation_delay = Duration::zero();
   p.switch_latency = Duration::zero();
   p.rnr_delay = Nanoseconds(1);

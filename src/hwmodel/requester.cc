@@ -1,5 +1,5 @@
-// Requester pipeline: fence and ORD checks, local SGE translation, payload gather by DMA,
-// segmentation into packets with PSNs.
+// Requester pipeline: processing unit (fence, ORD, local translation, PSNs), segmenter (MTU
+// packets, per-packet payload DMA, staging) and in-order transmission.
 #include "hwmodel/requester.h"
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include "hwmodel/contexts.h"
 #include "hwmodel/pcie_link.h"
 #include "hwmodel/port.h"
+#include "hwmodel/processing_units.h"
 #include "hwmodel/translation.h"
 #include "ndksim/trace.h"
 
@@ -17,6 +18,11 @@ namespace ndksim::hw {
 namespace {
 
 bool IsRead(const WqeDescriptor& d) { return d.control.opcode == WqeOpcode::kRead; }
+
+bool IsMemoryOperation(const WqeDescriptor& d) {
+  return d.control.opcode == WqeOpcode::kBind || d.control.opcode == WqeOpcode::kFastRegister ||
+         d.control.opcode == WqeOpcode::kLocalInvalidate;
+}
 
 // Packet opcode for packet `index` of `count` of a send or write message.
 PacketOpcode SegmentOpcode(WqeOpcode op, std::uint32_t index, std::uint32_t count) {
@@ -56,17 +62,26 @@ std::uint32_t Requester::PacketsFor(std::uint64_t bytes) const {
   return bytes == 0 ? 1 : static_cast<std::uint32_t>((bytes + mtu - 1) / mtu);
 }
 
+std::uint32_t Requester::PacketBytes(const WqeDescriptor& d, std::uint32_t index) const {
+  if (IsRead(d)) return 0;  // a read request carries no payload
+  const std::uint64_t offset = std::uint64_t{index} * nic_.Profile().mtu_bytes;
+  if (offset >= d.total_length) return 0;
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(nic_.Profile().mtu_bytes, d.total_length - offset));
+}
+
+// ---- processing unit ------------------------------------------------------------------------------
+
 void Requester::Schedule(QpContext& qp) {
   RequesterState& r = qp.requester;
-  if (r.scheduled || r.executing || r.fence_blocked) return;
+  if (r.scheduled || r.fence_blocked) return;
   if (qp.state != QpState::kReadyToSend || r.next_exec == r.tail) return;
+  // The unit runs at most a few WQEs ahead of the segmenter; it resumes as packets leave.
+  if (r.next_exec - r.segment_next >= kMaxWqesAhead) return;
   r.scheduled = true;
-  // One processing unit serves all QPs; each WQE occupies it for the profile's cycle count.
-  const Duration cost = nic_.Profile().nic_clock.ToDuration(nic_.Profile().wqe_processing);
-  processing_free_ = std::max(events_.Now(), processing_free_) + cost;
+  const TimePoint done = nic_.Units().Run(qp.qpn, nic_.Profile().wqe_processing, events_.Now());
   const Qpn qpn = qp.qpn;
   const std::uint64_t generation = r.generation;
-  events_.Schedule(processing_free_, EventPriority::kDevice, [this, qpn, generation] { Step(qpn, generation); });
+  events_.Schedule(done, EventPriority::kDevice, [this, qpn, generation] { Step(qpn, generation); });
 }
 
 void Requester::Step(Qpn qpn, std::uint64_t generation) {
@@ -75,11 +90,13 @@ void Requester::Step(Qpn qpn, std::uint64_t generation) {
   RequesterState& r = qp->requester;
   if (r.generation != generation) return;  // a rewind or abort already rescheduled the QP
   r.scheduled = false;
-  if (qp->state != QpState::kReadyToSend || r.executing || r.next_exec == r.tail) return;
-  WqeDescriptor& d = qp->Descriptor(r.next_exec);
+  if (qp->state != QpState::kReadyToSend || r.next_exec == r.tail) return;
+  const std::uint32_t counter = r.next_exec;
+  WqeDescriptor& d = qp->Descriptor(counter);
   if (d.state == DescriptorState::kCompleted) {
     // A local memory operation that finished before a rewind: it is not executed twice.
     ++r.next_exec;
+    Pump(*qp);
     Schedule(*qp);
     return;
   }
@@ -88,8 +105,9 @@ void Requester::Step(Qpn qpn, std::uint64_t generation) {
   if ((d.control.flags & wqe_flag::kReadFence) && r.outstanding_reads > 0) {
     r.fence_blocked = true;
     ++nic_.MutableCounters().fence_stalls;
+    ++qp->counters.fence_stalls;
     NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Requester, "qp {} wqe {} fence stall, {} read(s) out",
-                 qpn.value, r.next_exec, r.outstanding_reads);
+                 qpn.value, counter, r.outstanding_reads);
     return;
   }
   // ORD: a read waits while the outbound read limit is reached.
@@ -98,33 +116,66 @@ void Requester::Step(Qpn qpn, std::uint64_t generation) {
     return;
   }
   if (d.total_length > nic_.Profile().max_transfer_bytes) {
-    nic_.Comp().CompleteWithError(*qp, r.next_exec, CompletionSyndrome::kLocalLengthError);
+    nic_.Comp().CompleteWithError(*qp, counter, CompletionSyndrome::kLocalLengthError);
     return;
   }
   ++nic_.MutableCounters().wqes_executed;
-  d.state = DescriptorState::kExecuting;
-  r.executing = true;
-  NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Requester, "qp {} wqe {} {} {} B", qpn.value,
-               r.next_exec, Name(d.control.opcode), d.total_length);
+  ++qp->counters.wqes_executed;
+  NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Requester, "qp {} wqe {} {} {} B", qpn.value, counter,
+               Name(d.control.opcode), d.total_length);
   switch (d.control.opcode) {
     case WqeOpcode::kSend:
     case WqeOpcode::kSendInvalidate:
     case WqeOpcode::kWrite:
-      ExecuteSendOrWrite(*qp, d);
-      return;
+      if (!CheckLocalSges(*qp, d, 0)) return;
+      break;
     case WqeOpcode::kRead:
-      ExecuteRead(*qp, d);
-      return;
+      // Read responses are placed into the local SGEs: they need local write access.
+      // ref §3.3: and the read-sink right where the profile requires it.
+      if (!CheckLocalSges(*qp, d, access::kLocalWrite | access::kReadSink)) return;
+      ++r.outstanding_reads;
+      d.response_bytes = 0;
+      break;
     case WqeOpcode::kBind:
     case WqeOpcode::kFastRegister:
     case WqeOpcode::kLocalInvalidate:
-      ExecuteMemoryOperation(*qp, d);
+      // Applied by the segmenter, in order with the packets before it.
+      d.state = DescriptorState::kExecuting;
+      ++r.next_exec;
+      Pump(*qp);
+      Schedule(*qp);
       return;
     default:
-      r.executing = false;
-      nic_.Comp().CompleteWithError(*qp, r.next_exec, CompletionSyndrome::kInvalidRequest);
+      nic_.Comp().CompleteWithError(*qp, counter, CompletionSyndrome::kInvalidRequest);
       return;
   }
+  // Sends and writes use one PSN per packet; a read request one per response packet it asks for.
+  const std::uint32_t count = PacketsFor(d.total_length);
+  d.packet_count = count;
+  d.first_psn = r.next_psn;
+  d.last_psn = r.next_psn + (count - 1);
+  r.next_psn = r.next_psn + count;
+  d.state = DescriptorState::kAwaitingAck;
+  ++r.next_exec;
+  nic_.Comp().ArmTimer(*qp);
+  Pump(*qp);
+  Schedule(*qp);
+}
+
+bool Requester::CheckLocalSges(QpContext& qp, WqeDescriptor& d, std::uint32_t required) {
+  if (d.control.flags & wqe_flag::kInline) return true;
+  for (std::uint32_t s = 0; s < d.control.sge_count; ++s) {
+    const WqeDataSegment& sge = d.sges[s];
+    const TranslationResult t = nic_.Tpt().Check(MemoryKey{sge.local_key}, qp.pd, sge.address, sge.length, required);
+    if (!t.Ok()) {
+      ++nic_.MutableCounters().protection_faults;
+      NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Translation, "qp {} local sge {} key {:#x}: {}",
+                   qp.qpn.value, s, sge.local_key, Name(t.outcome));
+      nic_.Comp().CompleteWithError(qp, qp.requester.next_exec, CompletionSyndrome::kLocalProtectionError);
+      return false;
+    }
+  }
+  return true;
 }
 
 MemoryOpOutcome Requester::ApplyMemoryOperation(const QpContext& qp, const WqeDescriptor& d) {
@@ -147,147 +198,191 @@ MemoryOpOutcome Requester::ApplyMemoryOperation(const QpContext& qp, const WqeDe
                                   reinterpret_cast<const std::uint64_t*>(list.page_list), list.page_count});
 }
 
-void Requester::ExecuteMemoryOperation(QpContext& qp, WqeDescriptor& d) {
-  RequesterState& r = qp.requester;
-  const std::uint32_t counter = r.next_exec;
+bool Requester::ExecuteMemoryOperation(QpContext& qp, std::uint32_t counter) {
+  const WqeDescriptor& d = qp.Descriptor(counter);
   const MemoryOpOutcome outcome = ApplyMemoryOperation(qp, d);
-  r.executing = false;
   if (outcome != MemoryOpOutcome::kOk) {
     NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Translation, "qp {} wqe {} {} key {:#x}: {}", qp.qpn.value,
                  counter, Name(d.control.opcode), d.control.invalidate_key, Name(outcome));
     // ref §3.8 (NDSPI analogue): a malformed memory operation, e.g. invalidating an unbound window.
     nic_.Comp().CompleteWithError(qp, counter, CompletionSyndrome::kInvalidRequest);
-    return;
+    return false;
   }
   // Local operations need no acknowledgement: done now, retired in posting order.
-  ++r.next_exec;
   nic_.Comp().CompleteLocal(qp, counter);
-  Schedule(qp);
-}
-
-bool Requester::CheckLocalSges(QpContext& qp, WqeDescriptor& d, std::uint32_t required) {
-  if (d.control.flags & wqe_flag::kInline) return true;
-  for (std::uint32_t s = 0; s < d.control.sge_count; ++s) {
-    const WqeDataSegment& sge = d.sges[s];
-    const TranslationResult t = nic_.Tpt().Check(MemoryKey{sge.local_key}, qp.pd, sge.address, sge.length, required);
-    if (!t.Ok()) {
-      ++nic_.MutableCounters().protection_faults;
-      NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Translation, "qp {} local sge {} key {:#x}: {}",
-                   qp.qpn.value, s, sge.local_key, Name(t.outcome));
-      qp.requester.executing = false;
-      nic_.Comp().CompleteWithError(qp, qp.requester.next_exec, CompletionSyndrome::kLocalProtectionError);
-      return false;
-    }
-  }
   return true;
 }
 
-void Requester::ExecuteSendOrWrite(QpContext& qp, WqeDescriptor& d) {
-  if (!CheckLocalSges(qp, d, 0)) return;
-  const std::uint32_t counter = qp.requester.next_exec;
-  if ((d.control.flags & wqe_flag::kInline) || d.total_length == 0) {
-    EmitMessage(qp, counter);  // no payload DMA: inline data came with the WQE
-    return;
-  }
-  const Qpn qpn = qp.qpn;
+// ---- segmenter and transmitter ------------------------------------------------------------------
+
+void Requester::Pump(QpContext& qp) {
   const std::uint64_t generation = qp.requester.generation;
-  nic_.Pcie().DmaRead(d.total_length, [this, qpn, counter, generation] {
-    QpContext* q = nic_.FindQp(qpn);
-    // A rewind or an error since the read was issued makes it stale.
-    if (q == nullptr || q->state != QpState::kReadyToSend || q->requester.generation != generation) return;
-    EmitMessage(*q, counter);
-  });
-}
-
-void Requester::EmitMessage(QpContext& qp, std::uint32_t counter) {
-  RequesterState& r = qp.requester;
-  WqeDescriptor& d = qp.Descriptor(counter);
-  const std::uint32_t mtu = nic_.Profile().mtu_bytes;
-  const std::uint32_t count = PacketsFor(d.total_length);
-  d.packet_count = count;
-  d.first_psn = r.next_psn;
-  d.last_psn = r.next_psn + (count - 1);
-  PacketPool& pool = nic_.GetPort().Pool();
-  for (std::uint32_t i = 0; i < count; ++i) {
-    const std::uint64_t offset = std::uint64_t{i} * mtu;
-    const auto len = static_cast<std::uint32_t>(std::min<std::uint64_t>(mtu, d.total_length - std::min<std::uint64_t>(offset, d.total_length)));
-    std::uint32_t id;
-    Packet& p = pool.Acquire(&id);
-    p.source_node = nic_.Id();
-    p.destination_node = qp.remote_node;
-    p.source_qpn = qp.qpn;
-    p.destination_qpn = qp.remote_qpn;
-    p.opcode = SegmentOpcode(d.control.opcode, i, count);
-    p.psn = r.next_psn;
-    r.next_psn = r.next_psn + 1;
-    const bool last = i + 1 == count;
-    p.solicited = last && (d.control.flags & wqe_flag::kSolicited);
-    p.has_invalidate_key = last && d.control.opcode == WqeOpcode::kSendInvalidate;
-    p.invalidate_key = d.control.invalidate_key;
-    p.remote_address = d.remote.remote_address;
-    p.remote_key = d.remote.remote_key;
-    p.dma_length = d.total_length;
-    p.syndrome = AckSyndrome::kAck;
-    p.trace_wqe = d.control.wqe_counter;
-    p.payload.resize(len);
-    if (!GatherPayload(nic_, qp, d, offset, len, p.payload.data())) {
-      // The token went away between the check and the DMA: a local protection error.
-      pool.Release(id);
-      r.executing = false;
-      nic_.Comp().CompleteWithError(qp, counter, CompletionSyndrome::kLocalProtectionError);
-      return;
-    }
-    const TimePoint on_wire = nic_.GetPort().Transmit(id);
-    if (i == 0) MarkFirstByte(qp, d, on_wire);
+  for (;;) {
+    if (qp.state != QpState::kReadyToSend || qp.requester.generation != generation) return;
+    const bool segmented = Segment(qp);
+    if (qp.state != QpState::kReadyToSend || qp.requester.generation != generation) return;
+    const bool drained = Drain(qp);
+    if (!segmented && !drained) break;
   }
-  Finish(qp, d);
+  Schedule(qp);
 }
 
-void Requester::ExecuteRead(QpContext& qp, WqeDescriptor& d) {
-  // Read responses are placed into the local SGEs: they need local write access.
-  // ref §3.3: and the read-sink right where the profile requires it.
-  if (!CheckLocalSges(qp, d, access::kLocalWrite | access::kReadSink)) return;
+bool Requester::Segment(QpContext& qp) {
   RequesterState& r = qp.requester;
-  const std::uint32_t count = PacketsFor(d.total_length);
-  d.packet_count = count;
-  d.first_psn = r.next_psn;
-  d.last_psn = r.next_psn + (count - 1);
-  d.response_bytes = 0;
+  const std::uint32_t buffer = nic_.Profile().qp_transmit_buffer_bytes;
+  bool progress = false;
+  while (r.segment_next != r.next_exec) {
+    const std::uint32_t counter = r.segment_next;
+    WqeDescriptor& d = qp.Descriptor(counter);
+    if (d.state == DescriptorState::kCompleted) {  // done before a rewind (see Step)
+      ++r.segment_next;
+      continue;
+    }
+    if (IsMemoryOperation(d)) {
+      if (r.staged_head != r.staged_tail) return progress;  // earlier packets still read their payload
+      if (!ExecuteMemoryOperation(qp, counter)) return true;
+      ++r.segment_next;
+      progress = true;
+      continue;
+    }
+    // A read is one request packet; its responses carry the data.
+    const std::uint32_t packets = IsRead(d) ? 1 : d.packet_count;
+    while (r.segment_packet < packets) {
+      const std::uint32_t bytes = PacketBytes(d, r.segment_packet);
+      const bool empty = r.staged_head == r.staged_tail;
+      if (r.staged_tail - r.staged_head == kStagedPackets || (!empty && r.staged_bytes + bytes > buffer)) {
+        return progress;  // the transmit buffer is full; packets leaving make room
+      }
+      // Payload is read ahead only while the link has room for it, so a WQE fetch is never
+      // queued behind a long backlog of payload reads.
+      const bool needs_read = bytes > 0 && !(d.control.flags & wqe_flag::kInline);
+      if (needs_read && nic_.Pcie().ReadSlotAt() > events_.Now()) {
+        if (!r.tag_wait_scheduled) {
+          r.tag_wait_scheduled = true;
+          const Qpn qpn = qp.qpn;
+          const std::uint64_t generation = r.generation;
+          events_.Schedule(nic_.Pcie().ReadSlotAt(), EventPriority::kDevice, [this, qpn, generation] {
+            QpContext* q = nic_.FindQp(qpn);
+            if (q == nullptr || q->requester.generation != generation) return;
+            q->requester.tag_wait_scheduled = false;
+            Pump(*q);
+          });
+        }
+        return progress;
+      }
+      StagePacket(qp, counter, r.segment_packet, bytes);
+      if (qp.state != QpState::kReadyToSend) return true;
+      ++r.segment_packet;
+      progress = true;
+    }
+    r.segment_packet = 0;
+    ++r.segment_next;
+  }
+  return progress;
+}
+
+void Requester::StagePacket(QpContext& qp, std::uint32_t counter, std::uint32_t index, std::uint32_t bytes) {
+  RequesterState& r = qp.requester;
+  const WqeDescriptor& d = qp.Descriptor(counter);
   std::uint32_t id;
   Packet& p = nic_.GetPort().Pool().Acquire(&id);
   p.source_node = nic_.Id();
   p.destination_node = qp.remote_node;
   p.source_qpn = qp.qpn;
   p.destination_qpn = qp.remote_qpn;
-  p.opcode = PacketOpcode::kReadRequest;
-  p.psn = r.next_psn;
-  p.solicited = false;
-  p.has_invalidate_key = false;
   p.remote_address = d.remote.remote_address;
   p.remote_key = d.remote.remote_key;
   p.dma_length = d.total_length;
   p.syndrome = AckSyndrome::kAck;
-  // A read request consumes one PSN per response packet it asks for.
-  r.next_psn = r.next_psn + count;
-  ++r.outstanding_reads;
   p.trace_wqe = d.control.wqe_counter;
-  MarkFirstByte(qp, d, nic_.GetPort().Transmit(id));
-  Finish(qp, d);
+  if (IsRead(d)) {
+    p.opcode = PacketOpcode::kReadRequest;
+    p.psn = d.first_psn;
+  } else {
+    const bool last = index + 1 == d.packet_count;
+    p.opcode = SegmentOpcode(d.control.opcode, index, d.packet_count);
+    p.psn = d.first_psn + index;
+    p.solicited = last && (d.control.flags & wqe_flag::kSolicited);
+    p.has_invalidate_key = last && d.control.opcode == WqeOpcode::kSendInvalidate;
+    p.invalidate_key = d.control.invalidate_key;
+    p.payload.resize(bytes);
+  }
+  const std::uint32_t slot = r.staged_tail++;
+  StagedPacket& s = r.staged[slot % kStagedPackets];
+  s = StagedPacket{id, counter, index, bytes, false};
+  r.staged_bytes += bytes;
+  // Inline data came with the WQE and a read request has no payload: ready at once.
+  if (bytes == 0 || (d.control.flags & wqe_flag::kInline)) {
+    if (bytes > 0) GatherPayload(nic_, qp, d, std::uint64_t{index} * nic_.Profile().mtu_bytes, bytes, p.payload.data());
+    s.ready = true;
+    return;
+  }
+  const Qpn qpn = qp.qpn;
+  const std::uint64_t generation = r.generation;
+  nic_.Pcie().DmaRead(bytes, [this, qpn, generation, slot] { OnPayloadRead(qpn, generation, slot); }, &qp.counters);
 }
 
-void Requester::MarkFirstByte(const QpContext& qp, const WqeDescriptor& d, TimePoint on_wire) {
-  RequestLog& log = nic_.Trace().Requests();
-  if (log.Enabled()) log.Mark(nic_.Id(), qp.qpn.value, d.control.wqe_counter, RequestStage::kFirstByteOnWire, on_wire);
+void Requester::OnPayloadRead(Qpn qpn, std::uint64_t generation, std::uint32_t slot) {
+  QpContext* qp = nic_.FindQp(qpn);
+  // A rewind or an error since the read was issued makes it stale (its packet is released).
+  if (qp == nullptr || qp->state != QpState::kReadyToSend || qp->requester.generation != generation) return;
+  StagedPacket& s = qp->requester.staged[slot % kStagedPackets];
+  const WqeDescriptor& d = qp->Descriptor(s.counter);
+  Packet& p = nic_.GetPort().Pool().Get(s.packet_id);
+  const std::uint64_t offset = std::uint64_t{s.index} * nic_.Profile().mtu_bytes;
+  // The bytes are copied as host memory is now, when the DMA completes.
+  if (!GatherPayload(nic_, *qp, d, offset, s.bytes, p.payload.data())) {
+    // The token went away between the check and the DMA: a local protection error.
+    ++nic_.MutableCounters().protection_faults;
+    nic_.Comp().CompleteWithError(*qp, s.counter, CompletionSyndrome::kLocalProtectionError);
+    return;
+  }
+  s.ready = true;
+  Pump(*qp);
 }
 
-void Requester::Finish(QpContext& qp, WqeDescriptor& d) {
+bool Requester::Drain(QpContext& qp) {
   RequesterState& r = qp.requester;
-  d.state = DescriptorState::kAwaitingAck;
-  ++r.next_exec;
-  r.executing = false;
-  nic_.Comp().ArmTimer(qp);
-  Schedule(qp);
+  Port& port = nic_.GetPort();
+  bool progress = false;
+  while (r.staged_head != r.staged_tail) {
+    StagedPacket& s = r.staged[r.staged_head % kStagedPackets];
+    if (!s.ready) {
+      NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Requester, "qp {} wqe {} payload not in yet, {} staged",
+                   qp.qpn.value, s.counter, r.staged_tail - r.staged_head);
+      break;
+    }
+    // The port takes the next packet when it has finished the current one.
+    if (port.TransmitFreeAt() > events_.Now()) {
+      if (!r.drain_scheduled) {
+        r.drain_scheduled = true;
+        const Qpn qpn = qp.qpn;
+        const std::uint64_t generation = r.generation;
+        events_.Schedule(port.TransmitFreeAt(), EventPriority::kDevice, [this, qpn, generation] {
+          QpContext* q = nic_.FindQp(qpn);
+          if (q == nullptr || q->requester.generation != generation) return;
+          q->requester.drain_scheduled = false;
+          Pump(*q);
+        });
+      }
+      break;
+    }
+    const std::uint32_t counter = s.counter;
+    const bool first = s.index == 0;
+    r.staged_bytes -= s.bytes;
+    ++r.staged_head;
+    const TimePoint on_wire = port.Transmit(s.packet_id);
+    RequestLog& log = nic_.Trace().Requests();
+    if (first && log.Enabled()) {
+      log.Mark(nic_.Id(), qp.qpn.value, qp.Descriptor(counter).control.wqe_counter, RequestStage::kFirstByteOnWire,
+               on_wire);
+    }
+    progress = true;
+  }
+  return progress;
 }
+
+// ---- completer messages --------------------------------------------------------------------------
 
 void Requester::OnReadRetired(QpContext& qp) {
   RequesterState& r = qp.requester;
@@ -296,6 +391,16 @@ void Requester::OnReadRetired(QpContext& qp) {
     r.fence_blocked = false;
     Schedule(qp);
   }
+}
+
+void Requester::ReleaseStaged(QpContext& qp) {
+  RequesterState& r = qp.requester;
+  PacketPool& pool = nic_.GetPort().Pool();
+  for (std::uint32_t i = r.staged_head; i != r.staged_tail; ++i) pool.Release(r.staged[i % kStagedPackets].packet_id);
+  r.staged_head = r.staged_tail = 0;
+  r.staged_bytes = 0;
+  r.drain_scheduled = false;
+  r.tag_wait_scheduled = false;
 }
 
 void Requester::Rewind(QpContext& qp, std::uint32_t counter) {
@@ -313,8 +418,10 @@ void Requester::Rewind(QpContext& qp, std::uint32_t counter) {
   // Every WQE from `counter` was sent and not yet acknowledged, so its first PSN is where
   // retransmission restarts.
   r.next_psn = qp.Descriptor(counter).first_psn;
+  ReleaseStaged(qp);
   r.next_exec = counter;
-  r.executing = false;
+  r.segment_next = counter;
+  r.segment_packet = 0;
   r.fence_blocked = false;
   r.scheduled = false;
   ++r.generation;
@@ -322,7 +429,7 @@ void Requester::Rewind(QpContext& qp, std::uint32_t counter) {
 }
 
 void Requester::Abort(QpContext& qp) {
-  qp.requester.executing = false;
+  ReleaseStaged(qp);
   qp.requester.fence_blocked = false;
   qp.requester.scheduled = false;
   ++qp.requester.generation;

@@ -1,5 +1,9 @@
-// The requester: turns fetched WQEs into packets. Segments by MTU, numbers packets with PSNs,
-// honours the read fence and the outbound read limit (ORD), and rewinds for retransmission.
+// The requester: turns fetched WQEs into packets. A QP's WQEs pass in order through its processing
+// unit (fence and ORD checks, local translation, PSN assignment) and then the segmenter, which
+// cuts messages into MTU packets, reads each packet's payload by DMA as it goes (so the first
+// packet leaves before the whole message is read), and stages packets in the QP's transmit buffer.
+// Staged packets go on the wire in PSN order as their payload arrives. Retransmission rewinds both
+// stages.
 #pragma once
 
 #include <cstdint>
@@ -18,32 +22,38 @@ class Requester {
  public:
   Requester(Nic& nic, EventQueue& events) : nic_(nic), events_(events) {}
 
-  // `qp` may have a WQE ready to execute.
+  // `qp` may have a WQE ready for its processing unit.
   void Schedule(QpContext& qp);
   // Message from the completer: outstanding reads of `qp` dropped (fence / ORD may clear).
   void OnReadRetired(QpContext& qp);
   // Message from the completer: resend everything from WQE `counter` on (go-back-N).
   void Rewind(QpContext& qp, std::uint32_t counter);
-  // Stops everything in flight for `qp` (it entered the error state).
+  // Stops everything in flight for `qp` (it entered the error state or is destroyed) and releases
+  // its staged packets.
   void Abort(QpContext& qp);
 
  private:
+  // Processing-unit stage of WQE next_exec.
   void Step(Qpn qpn, std::uint64_t generation);
   // Returns false when the WQE failed and was completed with an error.
   bool CheckLocalSges(QpContext& qp, WqeDescriptor& d, std::uint32_t required);
-  void ExecuteSendOrWrite(QpContext& qp, WqeDescriptor& d);
-  void ExecuteRead(QpContext& qp, WqeDescriptor& d);
-  // Bind, FastRegister, LocalInvalidate: applied to the protection table in posting order.
-  void ExecuteMemoryOperation(QpContext& qp, WqeDescriptor& d);
+  // Bind, FastRegister, LocalInvalidate: applied to the protection table in posting order, once
+  // every packet before them has left.
+  bool ExecuteMemoryOperation(QpContext& qp, std::uint32_t counter);
   MemoryOpOutcome ApplyMemoryOperation(const QpContext& qp, const WqeDescriptor& d);
-  void EmitMessage(QpContext& qp, std::uint32_t counter);
-  void Finish(QpContext& qp, WqeDescriptor& d);
-  void MarkFirstByte(const QpContext& qp, const WqeDescriptor& d, TimePoint on_wire);
+  // Runs the segmenter and the transmitter of `qp` until neither can make progress.
+  void Pump(QpContext& qp);
+  bool Segment(QpContext& qp);
+  bool Drain(QpContext& qp);
+  // Builds packet `index` of WQE `counter` and stages it; issues its payload read if it has one.
+  void StagePacket(QpContext& qp, std::uint32_t counter, std::uint32_t index, std::uint32_t bytes);
+  void OnPayloadRead(Qpn qpn, std::uint64_t generation, std::uint32_t slot);
+  void ReleaseStaged(QpContext& qp);
   std::uint32_t PacketsFor(std::uint64_t bytes) const;
+  std::uint32_t PacketBytes(const WqeDescriptor& d, std::uint32_t index) const;
 
   Nic& nic_;
   EventQueue& events_;
-  TimePoint processing_free_{};  // the WQE processing unit is a server with a busy-until time
 };
 
 // Copies `length` bytes starting at message offset `offset` out of the SGEs of `d` (host memory

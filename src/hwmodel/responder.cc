@@ -8,6 +8,7 @@
 #include "hwmodel/contexts.h"
 #include "hwmodel/pcie_link.h"
 #include "hwmodel/port.h"
+#include "hwmodel/processing_units.h"
 #include "hwmodel/translation.h"
 #include "ndksim/trace.h"
 
@@ -134,11 +135,8 @@ bool Responder::StartReceive(QpContext& qp) {
   ReadReceiveWqe(rq, r.receive_counter, &r.receive_sge_count, r.receive_sges.data());
   r.receive_capacity = TotalLength(r.receive_sges.data(), r.receive_sge_count);
   r.message_bytes = 0;
-  // The receive WQE is fetched by DMA; placement of this message waits for it.
-  const Duration fetch = nic_.Profile().pcie_dma_read_latency;
-  r.placement_ready = std::max(r.placement_ready, events_.Now() + fetch);
-  ++nic_.MutableCounters().dma_reads;
-  nic_.MutableCounters().dma_read_bytes += rq.stride_blocks * kWqeBlockBytes;
+  // Placement of this message waits until the WQE is on the NIC (read ahead, or read now).
+  r.placement_ready = std::max(r.placement_ready, ReceiveWqeReady(r.prefetch, rq, r.receive_wqe, &qp.counters));
   return true;
 }
 
@@ -156,12 +154,41 @@ bool Responder::StartSrqReceive(QpContext& qp) {
   q.ring->ConsumerRelease(q.stride_blocks);
   r.receive_capacity = TotalLength(r.receive_sges.data(), r.receive_sge_count);
   r.message_bytes = 0;
-  const Duration fetch = nic_.Profile().pcie_dma_read_latency;
-  r.placement_ready = std::max(r.placement_ready, events_.Now() + fetch);
-  ++nic_.MutableCounters().dma_reads;
-  nic_.MutableCounters().dma_read_bytes += q.stride_blocks * kWqeBlockBytes;
+  r.placement_ready = std::max(r.placement_ready, ReceiveWqeReady(srq->prefetch, q, r.receive_wqe, &qp.counters));
   nic_.CheckSrqLimit(*srq);  // ref §3.16: the limit event fires when queued WQEs fall below it
   return true;
+}
+
+TimePoint Responder::ReceiveWqeReady(ReceivePrefetch& pf, const WorkQueue& q, std::uint32_t counter,
+                                     QpCounters* account) {
+  const TimePoint now = events_.Now();
+  if (pf.in_flight_end != pf.landed_end && pf.in_flight_lands <= now) pf.landed_end = pf.in_flight_end;
+  const auto before = [](std::uint32_t a, std::uint32_t b) { return static_cast<std::int32_t>(a - b) < 0; };
+  const std::uint32_t published = q.ring->PublishedProducerIndex() / q.stride_blocks;
+  // Reads WQEs [from, published), at most a prefetch's worth, by one DMA read.
+  const auto read_ahead = [&](std::uint32_t from) {
+    const std::uint32_t count = std::min(published - from, kReceivePrefetchWqes);
+    pf.in_flight_end = from + count;
+    pf.in_flight_lands = nic_.Pcie().DmaReadArrival(std::uint64_t{count} * q.stride_blocks * kWqeBlockBytes, account);
+  };
+  TimePoint ready = now;
+  if (!before(counter, pf.landed_end)) {
+    if (before(counter, pf.in_flight_end)) {
+      ready = pf.in_flight_lands;
+    } else {
+      // Not read ahead (the queue was empty when the NIC last looked): read it now, on demand.
+      pf.landed_end = counter;
+      read_ahead(counter);
+      ready = pf.in_flight_lands;
+    }
+  }
+  // Keep the cache topped up: read ahead once fewer than half of a prefetch's worth remain.
+  const bool idle = pf.in_flight_end == pf.landed_end;
+  if (idle && static_cast<std::int32_t>(pf.landed_end - (counter + 1)) < static_cast<std::int32_t>(kReceivePrefetchWqes / 2) &&
+      before(pf.landed_end, published)) {
+    read_ahead(pf.landed_end);
+  }
+  return ready;
 }
 
 void Responder::OnSend(QpContext& qp, std::uint32_t packet_id) {
@@ -249,7 +276,7 @@ void Responder::OnSend(QpContext& qp, std::uint32_t packet_id) {
         }
         pkt_pool.Release(packet_id);
       },
-      r.placement_ready);
+      &qp.counters, r.placement_ready);
   r.expected_psn = psn + 1;
   const Packet& pkt = pool.Get(packet_id);
   if (!Traits(pkt.opcode).last) return;
@@ -329,7 +356,7 @@ void Responder::OnWrite(QpContext& qp, std::uint32_t packet_id) {
       (void)nic_.Tpt().CopyTo(MemoryKey{key}, pd, address, pkt.payload.data(), pkt.payload.size(),
                               access::kRemoteWrite);
       pkt_pool.Release(packet_id);
-    });
+    }, &qp.counters);
   } else {
     pool.Release(packet_id);
   }
@@ -368,47 +395,60 @@ void Responder::OnReadRequest(QpContext& qp, std::uint32_t packet_id) {
   const std::uint32_t mtu = nic_.Profile().mtu_bytes;
   const std::uint32_t count = length == 0 ? 1 : (length + mtu - 1) / mtu;
   r.expected_psn = psn + count;
+  // The QP's processing unit sets up the response; then each response packet's data is read by
+  // DMA and the packet leaves as its data arrives, in order.
+  const TimePoint start = nic_.Units().Run(qp.qpn, nic_.Profile().read_response_processing, events_.Now());
   const Qpn qpn = qp.qpn;
-  nic_.Pcie().DmaRead(length, [this, qpn, address, key, length, psn] {
-    SendReadResponses(qpn, address, key, length, psn);
-  });
+  events_.Schedule(start, EventPriority::kDevice,
+                   [this, qpn, address, key, length, psn] { StartReadResponse(qpn, address, key, length, psn); });
 }
 
-void Responder::SendReadResponses(Qpn qpn, std::uint64_t address, std::uint32_t key, std::uint32_t length, Psn first) {
+void Responder::StartReadResponse(Qpn qpn, std::uint64_t address, std::uint32_t key, std::uint32_t length, Psn first) {
   QpContext* qp = nic_.FindQp(qpn);
   if (qp == nullptr || qp->state != QpState::kReadyToSend) return;
-  --qp->responder.reads_in_progress;
   const std::uint32_t mtu = nic_.Profile().mtu_bytes;
   const std::uint32_t count = length == 0 ? 1 : (length + mtu - 1) / mtu;
-  const TranslationResult t =
-      length == 0 ? TranslationResult{} : nic_.Tpt().Check(MemoryKey{key}, qp->pd, address, length, access::kRemoteRead);
-  if (!t.Ok()) {
-    Fail(*qp, first, AckSyndrome::kRemoteAccessError);  // invalidated while the read was in flight
-    return;
-  }
-  PacketPool& pool = nic_.GetPort().Pool();
+  ResponderState& r = qp->responder;
   for (std::uint32_t i = 0; i < count; ++i) {
     const std::uint32_t offset = i * mtu;
     const std::uint32_t n = std::min(mtu, length - std::min(offset, length));
-    std::uint32_t id;
-    Packet& p = pool.Acquire(&id);
-    p.source_node = nic_.Id();
-    p.destination_node = qp->remote_node;
-    p.source_qpn = qp->qpn;
-    p.destination_qpn = qp->remote_qpn;
-    p.opcode = count == 1 ? PacketOpcode::kReadResponseOnly
-               : i == 0   ? PacketOpcode::kReadResponseFirst
-               : i + 1 == count ? PacketOpcode::kReadResponseLast
-                                : PacketOpcode::kReadResponseMiddle;
-    p.psn = first + i;
-    p.syndrome = AckSyndrome::kAck;
-    p.solicited = false;
-    p.has_invalidate_key = false;
-    p.payload.resize(n);
-    // A fast-register region maps page by page, so the copy goes through translation again.
-    if (n > 0) (void)nic_.Tpt().CopyFrom(MemoryKey{key}, qp->pd, address + offset, p.payload.data(), n, access::kRemoteRead);
-    nic_.GetPort().Transmit(id);
+    const TimePoint arrives = n > 0 ? nic_.Pcie().DmaReadArrival(n, &qp->counters) : events_.Now();
+    r.responses_free = std::max(r.responses_free, arrives);
+    events_.Schedule(r.responses_free, EventPriority::kDevice, [this, qpn, address, key, offset, n, first, i, count] {
+      SendReadResponse(qpn, address + offset, key, n, first + i, i, count);
+    });
   }
+}
+
+void Responder::SendReadResponse(Qpn qpn, std::uint64_t address, std::uint32_t key, std::uint32_t length, Psn psn,
+                                 std::uint32_t index, std::uint32_t count) {
+  QpContext* qp = nic_.FindQp(qpn);
+  if (qp == nullptr || qp->state != QpState::kReadyToSend) return;
+  if (index + 1 == count) --qp->responder.reads_in_progress;
+  if (length > 0) {
+    const TranslationResult t = nic_.Tpt().Check(MemoryKey{key}, qp->pd, address, length, access::kRemoteRead);
+    if (!t.Ok()) {
+      Fail(*qp, psn, AckSyndrome::kRemoteAccessError);  // invalidated while the read was in flight
+      return;
+    }
+  }
+  std::uint32_t id;
+  Packet& p = nic_.GetPort().Pool().Acquire(&id);
+  p.source_node = nic_.Id();
+  p.destination_node = qp->remote_node;
+  p.source_qpn = qp->qpn;
+  p.destination_qpn = qp->remote_qpn;
+  p.opcode = count == 1            ? PacketOpcode::kReadResponseOnly
+             : index == 0          ? PacketOpcode::kReadResponseFirst
+             : index + 1 == count  ? PacketOpcode::kReadResponseLast
+                                   : PacketOpcode::kReadResponseMiddle;
+  p.psn = psn;
+  p.syndrome = AckSyndrome::kAck;
+  p.payload.resize(length);
+  // The bytes are as host memory is when the DMA completes. A fast-register region maps page by
+  // page, so the copy goes through translation.
+  if (length > 0) (void)nic_.Tpt().CopyFrom(MemoryKey{key}, qp->pd, address, p.payload.data(), length, access::kRemoteRead);
+  nic_.GetPort().Transmit(id);
 }
 
 void Responder::SendAck(QpContext& qp, Psn psn, AckSyndrome syndrome) {
@@ -428,17 +468,16 @@ void Responder::SendAck(QpContext& qp, Psn psn, AckSyndrome syndrome) {
 }
 
 void Responder::AckWhenPlaced(QpContext& qp, Psn psn, const RequestRef& request) {
-  const TimePoint placed = nic_.Pcie().LastWriteLandsAt();
+  const TimePoint placed = std::max(nic_.Pcie().LastWriteLandsAt(), events_.Now());
   RequestLog& log = nic_.Trace().Requests();
-  if (log.Enabled()) {
-    log.Mark(request.node, request.qpn, request.wqe, RequestStage::kLastBytePlaced, std::max(placed, events_.Now()));
-  }
-  if (placed <= events_.Now()) {
+  if (log.Enabled()) log.Mark(request.node, request.qpn, request.wqe, RequestStage::kLastBytePlaced, placed);
+  const TimePoint ack_at = placed + nic_.Profile().ack_turnaround;
+  if (ack_at <= events_.Now()) {
     SendAck(qp, psn, AckSyndrome::kAck);
     return;
   }
   const Qpn qpn = qp.qpn;
-  events_.Schedule(placed, EventPriority::kDevice, [this, qpn, psn] {
+  events_.Schedule(ack_at, EventPriority::kDevice, [this, qpn, psn] {
     QpContext* q = nic_.FindQp(qpn);
     if (q != nullptr && q->state == QpState::kReadyToSend) SendAck(*q, psn, AckSyndrome::kAck);
   });

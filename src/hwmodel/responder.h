@@ -12,6 +12,7 @@
 namespace ndksim::hw {
 
 struct QpContext;
+struct ReceivePrefetch;
 
 // Outcome of the responder's checks on one packet, in the order they are applied.
 enum class ResponderCheck : std::uint8_t {
@@ -53,7 +54,13 @@ class Responder {
   void AckWhenPlaced(QpContext& qp, Psn psn, const RequestRef& request);
   // NAKs the packet, completes the current receive if it failed, and puts the QP in error.
   void Fail(QpContext& qp, Psn psn, AckSyndrome syndrome);
-  void SendReadResponses(Qpn qpn, std::uint64_t address, std::uint32_t key, std::uint32_t length, Psn first);
+  // After the processing unit: reads the data of each response packet and sends them in order.
+  void StartReadResponse(Qpn qpn, std::uint64_t address, std::uint32_t key, std::uint32_t length, Psn first);
+  void SendReadResponse(Qpn qpn, std::uint64_t address, std::uint32_t key, std::uint32_t length, Psn psn,
+                        std::uint32_t index, std::uint32_t count);
+  // When receive WQE `counter` of queue `q` is on the NIC: now if it was read ahead, else when the
+  // read in flight or an on-demand read lands. Tops the prefetch up.
+  TimePoint ReceiveWqeReady(ReceivePrefetch& pf, const WorkQueue& q, std::uint32_t counter, QpCounters* account);
 
   Nic& nic_;
   EventQueue& events_;

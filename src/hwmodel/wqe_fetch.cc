@@ -12,6 +12,20 @@
 
 namespace ndksim::hw {
 
+namespace {
+
+// 64-B blocks a send WQE uses: control and remote segments, then inline bytes or one segment per
+// SGE (memory operations use the segments of one block).
+std::uint32_t UsedBlocks(const WqeControl& control, std::uint32_t stride) {
+  const std::uint32_t body = (control.flags & wqe_flag::kInline) ? (control.inline_bytes + kWqeSegmentBytes - 1) / kWqeSegmentBytes
+                                                                  : control.sge_count;
+  const std::uint32_t segments = static_cast<std::uint32_t>(kSendWqeHeaderSegments) + body;
+  const std::uint32_t blocks = (segments + kSegmentsPerBlock - 1) / kSegmentsPerBlock;
+  return std::clamp<std::uint32_t>(blocks, 1, stride);
+}
+
+}  // namespace
+
 void WqeFetch::Kick(QpContext& qp) {
   RequesterState& r = qp.requester;
   if (r.fetch_in_flight) return;
@@ -26,17 +40,54 @@ void WqeFetch::Kick(QpContext& qp) {
   if (count == 0) return;
   r.fetch_in_flight = true;
   const std::uint32_t first_block = r.fetched_blocks;
-  const std::uint64_t bytes = std::uint64_t{count} * stride * kWqeBlockBytes;
+  // Real send queues pack WQEs of different sizes; this ring gives every WQE the same stride, so
+  // the read covers only the 64-B blocks each WQE uses, as it would in a packed ring.
+  std::uint64_t bytes = 0;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    WqeControl control;
+    std::memcpy(&control, qp.send_queue.ring->SlotAt(first_block + i * stride).bytes.data(), sizeof control);
+    bytes += UsedBlocks(control, stride) * kWqeBlockBytes;
+  }
   NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), WqeFetch, "qp {} fetch {} wqe(s) from block {}",
                qp.qpn.value, count, first_block);
   const Qpn qpn = qp.qpn;
-  nic_.Pcie().DmaRead(bytes, [this, qpn, first_block, count] {
-    QpContext* q = nic_.FindQp(qpn);
-    if (q != nullptr) OnFetched(*q, first_block, count);
-  });
+  nic_.Pcie().DmaRead(
+      bytes,
+      [this, qpn, first_block, count] {
+        QpContext* q = nic_.FindQp(qpn);
+        if (q != nullptr) OnFetched(*q, first_block, count);
+      },
+      &qp.counters);
+}
+
+bool WqeFetch::TakeFromDoorbell(QpContext& qp, std::uint32_t index) {
+  RequesterState& r = qp.requester;
+  const std::uint32_t stride = qp.send_queue.stride_blocks;
+  if (qp.state != QpState::kReadyToSend || r.fetch_in_flight || r.fetched_blocks + stride != index ||
+      r.tail - r.head == kDescriptorSlots) {
+    return false;
+  }
+  ++nic_.MutableCounters().wqes_by_mmio;
+  ++qp.counters.wqes_by_mmio;
+  Accept(qp, r.fetched_blocks, 1);
+  nic_.Req().Schedule(qp);
+  return true;
 }
 
 void WqeFetch::OnFetched(QpContext& qp, std::uint32_t first_block, std::uint32_t count) {
+  qp.requester.fetch_in_flight = false;
+  nic_.MutableCounters().wqes_fetched += count;
+  qp.counters.wqes_fetched += count;
+  Accept(qp, first_block, count);
+  if (qp.state == QpState::kError) {
+    nic_.Comp().FlushFetched(qp);
+  } else {
+    nic_.Req().Schedule(qp);
+  }
+  Kick(qp);
+}
+
+void WqeFetch::Accept(QpContext& qp, std::uint32_t first_block, std::uint32_t count) {
   RequesterState& r = qp.requester;
   const std::uint32_t stride = qp.send_queue.stride_blocks;
   SpscRing<WqeBlock>& ring = *qp.send_queue.ring;
@@ -71,14 +122,6 @@ void WqeFetch::OnFetched(QpContext& qp, std::uint32_t first_block, std::uint32_t
     ++r.tail;
   }
   r.fetched_blocks = first_block + count * stride;
-  r.fetch_in_flight = false;
-  nic_.MutableCounters().wqes_fetched += count;
-  if (qp.state == QpState::kError) {
-    nic_.Comp().FlushFetched(qp);
-  } else {
-    nic_.Req().Schedule(qp);
-  }
-  Kick(qp);
 }
 
 }  // namespace ndksim::hw

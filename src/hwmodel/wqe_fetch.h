@@ -19,9 +19,14 @@ class WqeFetch {
 
   // There may be WQEs to fetch for `qp` (a doorbell arrived or descriptors were freed).
   void Kick(QpContext& qp);
+  // A doorbell for producer index `index` carried its WQE. Takes it without a DMA read if it is
+  // the next WQE to fetch and a descriptor is free; false otherwise (then it is fetched).
+  bool TakeFromDoorbell(QpContext& qp, std::uint32_t index);
 
  private:
   void OnFetched(QpContext& qp, std::uint32_t first_block, std::uint32_t count);
+  // Parses `count` WQEs from the host ring into descriptors.
+  void Accept(QpContext& qp, std::uint32_t first_block, std::uint32_t count);
 
   Nic& nic_;
   EventQueue& events_;

@@ -198,11 +198,15 @@ NTSTATUS Qp::PostInitiator(const InitiatorRequest& r) {
     return s;
   }
   BuildSendWqe(r, total_bytes);
-  PublishSend(r.flags, r.opcode, total_bytes);
+  // Control and remote segments, then the inline bytes or one segment per SGE, in 64-B blocks.
+  const std::uint64_t body = (r.flags & NDK_OP_FLAG_INLINE) ? total_bytes : std::uint64_t{r.sge_count} * hw::kWqeSegmentBytes;
+  const std::uint64_t used = hw::kSendWqeHeaderSegments * hw::kWqeSegmentBytes + body;
+  PublishSend(r.flags, r.opcode, total_bytes,
+              static_cast<std::uint32_t>((used + hw::kWqeBlockBytes - 1) / hw::kWqeBlockBytes * hw::kWqeBlockBytes));
   return STATUS_SUCCESS;
 }
 
-void Qp::PublishSend(ULONG flags, hw::WqeOpcode opcode, std::uint64_t bytes) {
+void Qp::PublishSend(ULONG flags, hw::WqeOpcode opcode, std::uint64_t bytes, std::uint32_t wqe_bytes) {
   RequestLog& log = GetDriver().Requests();
   if (log.Enabled()) {
     const std::uint32_t id = GetDriver().Nic().Id();
@@ -217,7 +221,7 @@ void Qp::PublishSend(ULONG flags, hw::WqeOpcode opcode, std::uint64_t bytes) {
     // release: pairs with the exchange in KickDeferred; whoever rings for us sees our WQEs.
     deferred_pending_.store(true, std::memory_order_release);
   } else {
-    RingSendDoorbell();  // one doorbell covers every deferred WQE before this one
+    RingSendDoorbell(wqe_bytes);  // one doorbell covers every deferred WQE before this one
   }
 }
 
@@ -240,17 +244,19 @@ void Qp::PostMemory(const MemoryRequest& m) {
     PutSegment(wqe, 3, hw::WqePageListSegment{reinterpret_cast<std::uint64_t>(m.page_list), 0, m.page_count});
   }
   send_.contexts[n & send_.slot_mask] = m.context;
-  PublishSend(m.flags, m.opcode, 0);
+  PublishSend(m.flags, m.opcode, 0, hw::kWqeBlockBytes);
 }
 
-void Qp::RingSendDoorbell() {
+void Qp::RingSendDoorbell(std::uint32_t wqe_bytes) {
   // relaxed: the flag only saves redundant doorbells; a concurrent KickDeferred that still sees
   // it set rings once more, which the NIC tolerates.
-  if (deferred_pending_.load(std::memory_order_relaxed)) {
-    deferred_pending_.store(false, std::memory_order_relaxed);
-  }
+  const bool batch = deferred_pending_.load(std::memory_order_relaxed);
+  if (batch) deferred_pending_.store(false, std::memory_order_relaxed);
+  // A doorbell for just this WQE writes the WQE itself through the doorbell window when it fits
+  // (BlueFlame-style); a doorbell for a deferred batch only names the producer index.
+  const bool carries_wqe = !batch && wqe_bytes <= GetDriver().Profile().wqe_by_mmio_bytes;
   GetDriver().RingDoorbell({hw::Doorbell::Kind::kSendQueue, hw::CqArmKind::kNone, qpn_.value,
-                            send_.ring->ProducerIndex()});
+                            send_.ring->ProducerIndex(), static_cast<std::uint16_t>(carries_wqe ? wqe_bytes : 0)});
 }
 
 void Qp::KickDeferred() {

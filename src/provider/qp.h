@@ -137,8 +137,9 @@ class Qp final : public Object {
   void BuildSendWqe(const InitiatorRequest& r, std::uint64_t total_bytes);
   // Publishes the WQE just built and rings (or defers) the doorbell.
   // Publishes the WQE just built; `opcode` and `bytes` describe it for the request log.
-  void PublishSend(ULONG flags, hw::WqeOpcode opcode, std::uint64_t bytes);
-  void RingSendDoorbell();
+  // `wqe_bytes`: the bytes of the WQE actually used (64-B blocks), for a doorbell that carries it.
+  void PublishSend(ULONG flags, hw::WqeOpcode opcode, std::uint64_t bytes, std::uint32_t wqe_bytes);
+  void RingSendDoorbell(std::uint32_t wqe_bytes);
   void RingReceiveDoorbell();
 
   Handle<NDK_QP, Qp> handle_;
