@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,6 +58,9 @@ class Node {
   // object has returned when it returns.
   void CloseAdapter(NDK_ADAPTER* adapter);
   NodeCounters Counters() const;
+  // Counters of one QP of this node (doorbells, MMIO, DMA, packets, fence stalls, completions);
+  // nullopt for a QP of another node or one already closed.
+  std::optional<QpCounters> CountersOf(NDK_QP* qp) const;
   hw::Nic& Nic();
 
   struct Impl;

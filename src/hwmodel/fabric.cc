@@ -11,6 +11,7 @@
 #include "hwmodel/nic.h"
 #include "hwmodel/port.h"
 #include "provider/driver.h"
+#include "provider/qp.h"
 
 namespace ndksim {
 
@@ -35,6 +36,15 @@ void Node::CloseAdapter(NDK_ADAPTER* adapter) { impl_->driver->CloseAdapter(adap
 hw::Nic& Node::Nic() { return *impl_->nic; }
 
 NodeCounters Node::Counters() const { return impl_->nic->Counters(); }
+
+std::optional<QpCounters> Node::CountersOf(NDK_QP* qp) const {
+  if (qp == nullptr) return std::nullopt;
+  const provider::Qp& q = provider::Qp::From(qp);
+  if (&q.GetDriver().Nic() != impl_->nic.get()) return std::nullopt;
+  const QpCounters* c = impl_->nic->FindQpCounters(q.Number());
+  if (c == nullptr) return std::nullopt;
+  return *c;
+}
 
 struct Fabric::Impl {
   FabricConfig config;

@@ -1,0 +1,287 @@
+// Perftest-style workloads on a connected pair: one message in flight (latency) and a stream with a
+// window of messages in flight (post lists, selective signaling, several QPs). ndksim-perf, the
+// calibration tests and the benchmarks measure through this one implementation; a test of your own
+// can use it the same way.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "ndksim/harness.h"
+
+namespace ndksim {
+
+enum class Operation : std::uint8_t { kWrite, kRead, kSend };
+
+struct WorkloadConfig {
+  FabricConfig fabric;             // profile and seed
+  Operation op = Operation::kWrite;
+  ULONG bytes = 8;                 // message size
+  int qps = 1;                     // connections, used round robin when streaming
+  std::size_t window = 128;        // requests in flight per QP when streaming
+  std::size_t post_list = 1;       // requests per doorbell (NDK_OP_FLAG_DEFER on all but the last)
+  std::size_t signal_every = 16;   // one signaled request in N when streaming
+  // Messages up to this many bytes are posted inline (capped by the profile's maximum); -1 means
+  // perftest's defaults: up to 236 B in the latency phase, nothing inline when streaming.
+  long long inline_size = -1;
+};
+
+class Workload {
+ public:
+  // Receives each side keeps posted ahead for send latency (ib_send_lat's receive depth).
+  static constexpr std::size_t kReceiveDepth = 16;
+  static constexpr long long kLatencyInlineDefault = 236;
+
+  // Throws HarnessError if the pair cannot be set up, std::invalid_argument for a bad config.
+  explicit Workload(const WorkloadConfig& c) : c_(c) {
+    if (c.qps < 1 || c.window < 1 || c.post_list < 1 || c.signal_every < 1 || c.post_list > c.window) {
+      throw std::invalid_argument("workload: qps, window, post list and signal ratio must be positive, post list <= window");
+    }
+    if (c.op == Operation::kSend && c.qps > 1) throw std::invalid_argument("workload: send supports one QP");
+    QpPairConfig p;
+    p.fabric = c.fabric;
+    p.initiator_queue_depth = static_cast<ULONG>(c.window + 1);
+    // Streaming keeps a window of receives posted on top of the latency phase's depth.
+    p.receive_queue_depth = static_cast<ULONG>(std::max<std::size_t>(c.window, 16) + kReceiveDepth + 1);
+    p.cq_depth = 4 * (p.initiator_queue_depth + p.receive_queue_depth) * static_cast<ULONG>(c.qps);
+    // Room for inline data only where this size may be posted inline (it makes WQEs larger).
+    max_inline_ = c.fabric.profile.max_inline_bytes;
+    const long long limit = std::min(c.inline_size >= 0 ? c.inline_size : kLatencyInlineDefault, max_inline_);
+    p.inline_data_size = c.op != Operation::kRead && c.bytes <= limit ? c.bytes : 0;
+    pair_ = std::make_unique<QpPair>(p);
+    qa_.push_back(pair_->a().qp);
+    qb_.push_back(pair_->b().qp);
+    for (int i = 1; i < c.qps; ++i) {
+      const auto extra = pair_->AddConnectedQps();
+      qa_.push_back(extra.a);
+      qb_.push_back(extra.b);
+    }
+    const std::size_t bytes = std::max<std::size_t>(c.bytes, 1);
+    a_buf_ = pair_->a().Register(bytes);
+    b_buf_ = pair_->b().Register(bytes);
+    a_rx_ = pair_->a().Register(bytes);
+  }
+
+  Fabric& fabric() { return pair_->fabric(); }
+  QpPair& pair() { return *pair_; }
+  // The initiating side's QPs (node "a"), in the order streams use them.
+  const std::vector<NDK_QP*>& Initiators() const { return qa_; }
+
+  // One message in flight, `iterations` times; one-way latency samples in simulated nanoseconds.
+  // Send and write ping-pong (half the round trip, as perftest reports); read is post to
+  // completion. Writes need at least one byte (the peer polls the last byte).
+  std::vector<double> Latency(int iterations) {
+    streaming_ = false;
+    if (c_.op == Operation::kWrite && c_.bytes == 0) throw std::invalid_argument("workload: write latency needs 1 byte");
+    std::vector<double> samples;
+    samples.reserve(static_cast<std::size_t>(std::max(iterations, 0)));
+    if (c_.op == Operation::kSend && !receives_posted_) {
+      // As ib_send_lat does: both sides keep receives posted ahead and re-post one per message.
+      for (std::size_t k = 0; k < kReceiveDepth; ++k) {
+        PostReceive(pair_->a(), *a_rx_);
+        PostReceive(pair_->b(), *b_buf_);
+      }
+      receives_posted_ = true;
+    }
+    for (int i = 0; i < iterations; ++i) samples.push_back(c_.op == Operation::kRead ? ReadOnce() : PingPongOnce(i));
+    return samples;
+  }
+
+  // `messages` requests with up to `window` in flight on every QP (round robin, whole post lists
+  // at a time); returns the simulated time from the first post to the last completion.
+  // `progress(done, total)`, if set, is called after each batch of completions.
+  Duration Stream(std::size_t messages, const std::function<void(std::size_t, std::size_t)>& progress = {}) {
+    streaming_ = true;
+    const std::size_t nqp = qa_.size();
+    std::vector<std::size_t> outstanding(nqp, 0);
+    std::vector<std::size_t> unsignaled(nqp, 0);
+    NDK_RESULT results[64];
+    const NDK_SGE local = c_.op == Operation::kRead ? a_rx_->Sge(0, c_.bytes) : a_buf_->Sge(0, c_.bytes);
+    const NDK_SGE remote_rx = b_buf_->Sge(0, c_.bytes);
+    const ULONG nsge = c_.bytes ? 1u : 0u;
+    // Sends need receives: keep every receive queue of b full, re-posting as they complete.
+    if (c_.op == Operation::kSend) {
+      for (NDK_QP* q : qb_) {
+        for (std::size_t k = 0; k < std::max<std::size_t>(c_.window, 16); ++k) {
+          Check("NdkReceive", q->Dispatch->NdkReceive(q, nullptr, &remote_rx, nsge));
+        }
+      }
+    }
+    std::size_t posted = 0;
+    std::size_t completed = 0;
+    std::size_t next_qp = 0;
+    const TimePoint start = fabric().Now();
+    NDK_CQ* cq = pair_->a().initiator_cq;
+    while (completed < messages) {
+      // Post whole chains while the chosen QP has room in its window.
+      bool progressed = false;
+      for (std::size_t tries = 0; tries < nqp && posted < messages; ++tries) {
+        const std::size_t q = next_qp;
+        next_qp = (next_qp + 1) % nqp;
+        const std::size_t n = std::min(c_.post_list, messages - posted);
+        if (outstanding[q] + n > c_.window) continue;
+        for (std::size_t k = 0; k < n; ++k) {
+          ++unsignaled[q];
+          const bool last_overall = posted + k + 1 == messages;
+          const bool signal =
+              unsignaled[q] >= c_.signal_every || last_overall || outstanding[q] + k + 1 == c_.window;
+          ULONG flags = InlineFlag();
+          if (k + 1 < n) flags |= NDK_OP_FLAG_DEFER;
+          void* ctx = nullptr;
+          if (signal) {
+            ctx = Tag(q, unsignaled[q]);
+            unsignaled[q] = 0;
+          } else {
+            flags |= NDK_OP_FLAG_SILENT_SUCCESS;
+          }
+          Post(qa_[q], ctx, local, nsge, flags);
+        }
+        outstanding[q] += n;
+        posted += n;
+        progressed = true;
+      }
+      if (progressed) continue;
+      // Nothing could be posted: run the simulation until some completion arrives.
+      ULONG got = 0;
+      fabric().RunUntil(
+          [&] {
+            got = cq->Dispatch->NdkGetCqResults(cq, results, 64);
+            return got > 0;
+          },
+          Milliseconds(1000));
+      if (got == 0) throw HarnessError("stream: no completion within 1 ms of simulated time", STATUS_IO_TIMEOUT);
+      for (ULONG i = 0; i < got; ++i) {
+        Check("stream request", results[i].Status);
+        const std::size_t q = TagQp(results[i].RequestContext);
+        const std::size_t count = TagCount(results[i].RequestContext);
+        outstanding[q] -= count;
+        completed += count;
+      }
+      if (progress) progress(completed, messages);
+      if (c_.op == Operation::kSend) ReplenishReceives(remote_rx, nsge);
+    }
+    return fabric().Now() - start;
+  }
+
+  // Message rate and payload bandwidth of `messages` requests of this workload's size in `elapsed`.
+  static double Mpps(std::size_t messages, Duration elapsed) {
+    return static_cast<double>(messages) / ToNanoseconds(elapsed) * 1e3;
+  }
+  double Gbps(std::size_t messages, Duration elapsed) const {
+    return static_cast<double>(messages) * c_.bytes * 8 / ToNanoseconds(elapsed);
+  }
+
+ private:
+  ULONG InlineFlag() const {
+    const long long fallback = streaming_ ? 0 : kLatencyInlineDefault;
+    const long long limit = std::min(c_.inline_size >= 0 ? c_.inline_size : fallback, max_inline_);
+    return c_.op != Operation::kRead && c_.bytes <= limit ? NDK_OP_FLAG_INLINE : 0;
+  }
+
+  void Post(NDK_QP* qp, void* ctx, const NDK_SGE& local, ULONG nsge, ULONG flags) {
+    switch (c_.op) {
+      case Operation::kWrite:
+        Check("NdkWrite", qp->Dispatch->NdkWrite(qp, ctx, &local, nsge, b_buf_->Address(), b_buf_->RemoteToken(), flags));
+        return;
+      case Operation::kRead:
+        Check("NdkRead", qp->Dispatch->NdkRead(qp, ctx, &local, nsge, b_buf_->Address(), b_buf_->RemoteToken(), flags));
+        return;
+      case Operation::kSend:
+        Check("NdkSend", qp->Dispatch->NdkSend(qp, ctx, &local, nsge, flags));
+        return;
+    }
+  }
+
+  void ReplenishReceives(const NDK_SGE& remote_rx, ULONG nsge) {
+    NDK_RESULT rx[64];
+    ULONG n;
+    NDK_CQ* cq = pair_->b().receive_cq;
+    while ((n = cq->Dispatch->NdkGetCqResults(cq, rx, 64)) > 0) {
+      // Every QP's QPContext is the side's QpEnd, so the QP a receive came from is not known:
+      // receives are re-posted round robin, which keeps every queue's count.
+      for (ULONG i = 0; i < n; ++i) {
+        NDK_QP* q = qb_[(rx_cursor_++) % qb_.size()];
+        Check("NdkReceive", q->Dispatch->NdkReceive(q, nullptr, &remote_rx, nsge));
+      }
+    }
+  }
+
+  double ReadOnce() {
+    const NDK_SGE sge = a_rx_->Sge(0, c_.bytes);
+    const TimePoint t0 = fabric().Now();
+    Check("NdkRead", pair_->a().Read(nullptr, {&sge, c_.bytes ? 1u : 0u}, b_buf_->Address(), b_buf_->RemoteToken()));
+    Wait(pair_->a().initiator_cq);
+    return ToNanoseconds(fabric().Now() - t0);
+  }
+
+  // perftest style: a -> b, b -> a; half the round trip is the one-way latency.
+  double PingPongOnce(int i) {
+    const TimePoint t0 = fabric().Now();
+    const ULONG nsge = c_.bytes ? 1u : 0u;
+    if (c_.op == Operation::kSend) {
+      const NDK_SGE sa = a_buf_->Sge(0, c_.bytes);
+      Check("NdkSend", pair_->a().Send(nullptr, {&sa, nsge}, InlineFlag()));
+      Wait(pair_->b().receive_cq);
+      PostReceive(pair_->b(), *b_buf_);
+      const NDK_SGE sb = b_buf_->Sge(0, c_.bytes);
+      Check("NdkSend", pair_->b().Send(nullptr, {&sb, nsge}, InlineFlag()));
+      Wait(pair_->a().receive_cq);
+      PostReceive(pair_->a(), *a_rx_);
+    } else {
+      // Each side polls the last byte of its buffer for the new pattern, as ib_write_lat does.
+      const auto pattern = static_cast<std::byte>(1 + i % 255);
+      const std::size_t last = c_.bytes - 1;
+      a_buf_->Data()[last] = pattern;
+      const NDK_SGE sa = a_buf_->Sge(0, c_.bytes);
+      Check("NdkWrite", pair_->a().Write(nullptr, {&sa, 1}, b_buf_->Address(), b_buf_->RemoteToken(), InlineFlag()));
+      fabric().RunUntil([&] { return b_buf_->Data()[last] == pattern; });
+      const NDK_SGE sb = b_buf_->Sge(0, c_.bytes);
+      Check("NdkWrite", pair_->b().Write(nullptr, {&sb, 1}, a_rx_->Address(), a_rx_->RemoteToken(), InlineFlag()));
+      fabric().RunUntil([&] { return a_rx_->Data()[last] == pattern; });
+    }
+    const double one_way = ToNanoseconds(fabric().Now() - t0) / 2;
+    // Reap the write completions that have arrived (the measurement polled memory, not the CQ), so
+    // the send queues' slots are retired.
+    std::vector<NDK_RESULT_EX> reaped;
+    QpEnd::Poll(pair_->a().initiator_cq, reaped);
+    QpEnd::Poll(pair_->b().initiator_cq, reaped);
+    return one_way;
+  }
+
+  void PostReceive(QpEnd& end, const RegisteredBuffer& buffer) {
+    const NDK_SGE sge = buffer.Sge(0, c_.bytes);
+    Check("NdkReceive", end.Receive(nullptr, {&sge, c_.bytes ? 1u : 0u}));
+  }
+
+  void Wait(NDK_CQ* cq) {
+    const auto r = pair_->Collect(cq, 1, Milliseconds(1000));
+    if (r.empty()) throw HarnessError("workload: no completion within 1 ms of simulated time", STATUS_IO_TIMEOUT);
+    Check("workload request", r[0].Status);
+  }
+
+  static void Check(const char* step, NTSTATUS s) {
+    if (s != STATUS_SUCCESS) throw HarnessError(step, s);
+  }
+
+  // RequestContext of a signaled request: which QP, and how many requests it retires.
+  static void* Tag(std::size_t qp, std::size_t count) { return reinterpret_cast<void*>((qp << 32) | count); }
+  static std::size_t TagQp(void* tag) { return reinterpret_cast<std::uintptr_t>(tag) >> 32; }
+  static std::size_t TagCount(void* tag) { return reinterpret_cast<std::uintptr_t>(tag) & 0xffffffffu; }
+
+  WorkloadConfig c_;
+  long long max_inline_ = 0;
+  bool streaming_ = false;
+  bool receives_posted_ = false;
+  std::unique_ptr<QpPair> pair_;
+  std::vector<NDK_QP*> qa_;
+  std::vector<NDK_QP*> qb_;
+  std::unique_ptr<RegisteredBuffer> a_buf_;
+  std::unique_ptr<RegisteredBuffer> b_buf_;
+  std::unique_ptr<RegisteredBuffer> a_rx_;
+  std::size_t rx_cursor_ = 0;
+};
+
+}  // namespace ndksim

@@ -1,0 +1,172 @@
+// Calibration: the default profile reproduces the published figures of calibration.md within
+// +-10%, measured the way ndksim-perf and perftest measure them, and shows the directions Kalia et
+// al. measured on real NICs (doorbell batching and inlining raise the message rate when doorbells,
+// per-WQE processing or DMA are the bottleneck).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "hw_test_driver.h"
+#include "hwmodel/pcie_link.h"
+#include "ndksim/workload.h"
+
+namespace ndksim {
+namespace {
+
+constexpr double kTolerance = 0.10;
+
+WorkloadConfig Config(Operation op, ULONG bytes) {
+  WorkloadConfig c;
+  c.fabric.profile = profiles::kConnectX100GbeRoce;
+  c.op = op;
+  c.bytes = bytes;
+  return c;
+}
+
+double MedianOneWayNs(const WorkloadConfig& c, int iterations = 20) {
+  Workload w(c);
+  std::vector<double> samples = w.Latency(iterations);
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+struct StreamFigures {
+  double mpps = 0;
+  double gbps = 0;
+};
+
+StreamFigures Stream(const WorkloadConfig& c, std::size_t messages) {
+  Workload w(c);
+  const Duration elapsed = w.Stream(messages);
+  return {Workload::Mpps(messages, elapsed), w.Gbps(messages, elapsed)};
+}
+
+// ---- one-way send latency (Potter, ConnectX-4 EDR, ib_send_lat; medians of the published ranges) ----
+
+TEST(Calibration, SendLatencyOf32BytesInlineIsPotters0_83Microseconds) {
+  EXPECT_NEAR(MedianOneWayNs(Config(Operation::kSend, 32)), 825, 825 * kTolerance);
+}
+
+TEST(Calibration, SendLatencyOf1KiBIsPotters1_57Microseconds) {
+  EXPECT_NEAR(MedianOneWayNs(Config(Operation::kSend, 1024)), 1565, 1565 * kTolerance);
+}
+
+TEST(Calibration, SendLatencyOf4KiBIsPotters2_27Microseconds) {
+  EXPECT_NEAR(MedianOneWayNs(Config(Operation::kSend, 4096)), 2265, 2265 * kTolerance);
+}
+
+TEST(Calibration, SendLatencyOf32KiBIsPotters4_57Microseconds) {
+  EXPECT_NEAR(MedianOneWayNs(Config(Operation::kSend, 32768)), 4570, 4570 * kTolerance);
+}
+
+// ---- write bandwidth (J. Synchrotron Rad. 2020, 100 GbE RoCEv2) ----
+
+TEST(Calibration, WriteBandwidthAt2KiBIsAtLeast94PercentOfLineRate) {
+  const StreamFigures f = Stream(Config(Operation::kWrite, 2048), 4000);
+  EXPECT_GE(f.gbps, 94.0);
+  EXPECT_NEAR(f.gbps, 95.2, 95.2 * kTolerance);
+}
+
+TEST(Calibration, WriteBandwidthAt4KiBIsAtLeast97PercentOfLineRate) {
+  const StreamFigures f = Stream(Config(Operation::kWrite, 4096), 4000);
+  EXPECT_GE(f.gbps, 97.0);
+  EXPECT_NEAR(f.gbps, 97.5, 97.5 * kTolerance);
+}
+
+// ---- PCIe (pcie-bench, Neugebauer et al. SIGCOMM 2018) ----
+
+TEST(Calibration, DmaReadOf64BytesTakesPcieBenchs546Nanoseconds) {
+  hw::testing::TwoNodeRig rig(profiles::kConnectX100GbeRoce);
+  TimePoint done{};
+  rig.a->Pcie().DmaRead(64, [&] { done = rig.events.Now(); });
+  rig.Run();
+  EXPECT_NEAR(ToNanoseconds(done), 546, 546 * kTolerance);
+}
+
+// ---- message rates ----
+
+TEST(Calibration, SingleQpReadRateOf64BytesWith16OutstandingIs2_5Mpps) {
+  // ib_read_bw: 16 outstanding reads (the pair's ORD), a deep send queue (openucx/ucx issue 8851).
+  WorkloadConfig c = Config(Operation::kRead, 64);
+  c.window = 128;
+  EXPECT_NEAR(Stream(c, 10000).mpps, 2.5, 2.5 * kTolerance);
+}
+
+TEST(Calibration, InlineWriteRateOf8BytesWithPostList128Is7_5Mpps) {
+  // ib_write_bw -s 8 -l 128, CQ moderation 128 (linux-rdma/perftest issue 273).
+  WorkloadConfig c = Config(Operation::kWrite, 8);
+  c.post_list = 128;
+  c.signal_every = 128;
+  c.window = 1024;
+  c.inline_size = 8;
+  EXPECT_NEAR(Stream(c, 20000).mpps, 7.5, 7.5 * kTolerance);
+}
+
+// ---- Kalia et al.: the directions, where the bottleneck is the one named ----
+
+TEST(Calibration, DoorbellBatchingRaisesTheMessageRateWhenPerWqeProcessingIsTheBottleneck) {
+  WorkloadConfig c = Config(Operation::kWrite, 8);
+  c.inline_size = 8;
+  c.signal_every = 16;
+  const double one_per_doorbell = Stream(c, 8000).mpps;
+  c.post_list = 16;
+  const double sixteen_per_doorbell = Stream(c, 8000).mpps;
+  EXPECT_GT(sixteen_per_doorbell, 1.15 * one_per_doorbell);
+}
+
+TEST(Calibration, DoorbellBatchingCutsMmioWritesPerRequest) {
+  WorkloadConfig c = Config(Operation::kWrite, 8);
+  c.inline_size = 8;
+  c.post_list = 16;
+  Workload w(c);
+  w.Stream(1600);
+  const QpCounters q = *w.pair().a().node->CountersOf(w.Initiators()[0]);
+  EXPECT_EQ(q.doorbells, 100u);
+  EXPECT_EQ(q.mmio_writes, 100u);
+  EXPECT_EQ(q.wqes_by_mmio, 0u);  // a doorbell for a batch names the index; the WQEs are fetched
+  EXPECT_EQ(q.wqes_fetched, 1600u);
+}
+
+TEST(Calibration, InliningRaisesTheMessageRateWhenDmaIsTheBottleneck) {
+  // 16 QPs keep all processing units busy; without inlining every request needs a payload read,
+  // and the PCIe read tags cap the rate.
+  WorkloadConfig c = Config(Operation::kWrite, 8);
+  c.qps = 16;
+  c.post_list = 16;
+  c.window = 256;
+  c.inline_size = 0;
+  const double gathered = Stream(c, 32000).mpps;
+  c.inline_size = 8;
+  const double inlined = Stream(c, 32000).mpps;
+  EXPECT_GT(inlined, 1.5 * gathered);
+}
+
+TEST(Calibration, InliningSavesThePayloadRead) {
+  WorkloadConfig c = Config(Operation::kWrite, 8);
+  c.post_list = 16;
+  c.inline_size = 0;
+  Workload gathered(c);
+  gathered.Stream(1600);
+  c.inline_size = 8;
+  Workload inlined(c);
+  inlined.Stream(1600);
+  const QpCounters g = *gathered.pair().a().node->CountersOf(gathered.Initiators()[0]);
+  const QpCounters i = *inlined.pair().a().node->CountersOf(inlined.Initiators()[0]);
+  // Both fetch 1600 one-block WQEs; only the gathered one also reads 1600 payloads of 8 B.
+  EXPECT_EQ(g.dma_read_bytes - i.dma_read_bytes, 1600u * 8);
+  EXPECT_EQ(i.dma_read_bytes, 1600u * 64);
+}
+
+// ---- the functional profile ----
+
+TEST(Calibration, FunctionalProfileTakesNoSimulatedTime) {
+  WorkloadConfig c = Config(Operation::kWrite, 4096);
+  c.fabric.profile = profiles::kFunctional;
+  Workload w(c);
+  EXPECT_EQ(w.Stream(1000), Duration::zero());
+  EXPECT_EQ(w.fabric().Now(), TimePoint{});
+}
+
+}  // namespace
+}  // namespace ndksim

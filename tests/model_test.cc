@@ -1,0 +1,339 @@
+// The cycle-approximate model block by block: profile validation, PCIe read requests and tags,
+// processing units, the pipelined requester, WQEs written with their doorbell, receive WQE
+// prefetch, port latencies and extension headers, and per-QP counters.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "hw_test_driver.h"
+#include "hwmodel/packet.h"
+#include "hwmodel/pcie_link.h"
+#include "hwmodel/port.h"
+#include "hwmodel/processing_units.h"
+#include "ndksim/harness.h"
+#include "ndksim/workload.h"
+
+namespace ndksim {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+// ---- profiles ----
+
+TEST(Profile, PresetsAreValid) {
+  for (const HardwareProfile* p : {&profiles::kConnectX100GbeRoce, &profiles::kIWarp, &profiles::kFunctional}) {
+    EXPECT_THAT(Validate(*p), IsEmpty()) << p->name;
+  }
+}
+
+struct BadField {
+  const char* field;
+  std::function<void(HardwareProfile&)> spoil;
+};
+
+class ProfileBadField : public ::testing::TestWithParam<BadField> {};
+
+TEST_P(ProfileBadField, IsReportedByName) {
+  HardwareProfile p = profiles::kConnectX100GbeRoce;
+  GetParam().spoil(p);
+  const std::vector<std::string> errors = Validate(p);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_THAT(errors[0], HasSubstr(GetParam().field));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fields, ProfileBadField,
+    ::testing::Values(BadField{"pcie_dma_read_latency", [](HardwareProfile& p) { p.pcie_dma_read_latency = Nanoseconds(-1); }},
+                      BadField{"pcie_max_payload_bytes", [](HardwareProfile& p) { p.pcie_max_payload_bytes = 300; }},
+                      BadField{"pcie_max_read_request_bytes", [](HardwareProfile& p) { p.pcie_max_read_request_bytes = 64; }},
+                      BadField{"pcie_read_tags", [](HardwareProfile& p) { p.pcie_read_tags = 0; }},
+                      BadField{"wqe_by_mmio_bytes", [](HardwareProfile& p) { p.wqe_by_mmio_bytes = 100; }},
+                      BadField{"processing_units", [](HardwareProfile& p) { p.processing_units = 0; }},
+                      BadField{"doorbell_processing", [](HardwareProfile& p) { p.doorbell_processing = Cycles{-1}; }},
+                      BadField{"read_response_processing", [](HardwareProfile& p) { p.read_response_processing = Cycles{-5}; }},
+                      BadField{"qp_transmit_buffer_bytes", [](HardwareProfile& p) { p.qp_transmit_buffer_bytes = 1024; }},
+                      BadField{"port_transmit_latency", [](HardwareProfile& p) { p.port_transmit_latency = Nanoseconds(-2); }},
+                      BadField{"port_receive_latency", [](HardwareProfile& p) { p.port_receive_latency = Nanoseconds(-2); }},
+                      BadField{"ack_turnaround", [](HardwareProfile& p) { p.ack_turnaround = Nanoseconds(-1); }},
+                      BadField{"mtu_bytes", [](HardwareProfile& p) { p.mtu_bytes = 1500; }}),
+    [](const ::testing::TestParamInfo<BadField>& info) { return std::string(info.param.field); });
+
+TEST(Profile, EveryBadFieldIsReported) {
+  HardwareProfile p = profiles::kConnectX100GbeRoce;
+  p.pcie_read_tags = 0;
+  p.processing_units = 0;
+  p.mtu_bytes = 1000;
+  EXPECT_EQ(Validate(p).size(), 3u);
+}
+
+TEST(Profile, FabricRefusesAnInvalidProfileNamingTheField) {
+  FabricConfig c;
+  c.profile.pcie_read_tags = 0;
+  try {
+    Fabric f(c);
+    FAIL() << "no ConfigurationError";
+  } catch (const ConfigurationError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("pcie_read_tags"));
+  }
+}
+
+}  // namespace
+
+namespace hw {
+namespace {
+
+using testing::Sge;
+using testing::TwoNodeRig;
+
+HardwareProfile PcieOnly() {
+  HardwareProfile p = profiles::kFunctional;
+  p.pcie_dma_read_latency = Nanoseconds(500);
+  p.pcie_bandwidth = GigabitsPerSecond(64);  // 8 bytes per ns
+  return p;
+}
+
+// ---- PCIe link ----
+
+TEST(PcieReads, AreSplitIntoRequestsOfAtMostMrrsBytes) {
+  TwoNodeRig rig(PcieOnly());
+  rig.a->Pcie().DmaRead(2048, [] {});
+  rig.Run();
+  EXPECT_EQ(rig.a->Counters().dma_reads, 1u);
+  EXPECT_EQ(rig.a->Counters().dma_read_requests, 4u);  // MRRS 512
+}
+
+TEST(PcieReads, WaitForAFreeTag) {
+  HardwareProfile p = PcieOnly();
+  p.pcie_read_tags = 1;
+  TwoNodeRig rig(p);
+  TimePoint first{}, second{};
+  rig.a->Pcie().DmaRead(64, [&] { first = rig.events.Now(); });
+  rig.a->Pcie().DmaRead(64, [&] { second = rig.events.Now(); });
+  rig.Run();
+  // request header 3 ns, latency 500 ns, 64 B + 20 B completion header = 10.5 ns
+  EXPECT_EQ(first, TimePoint{Picoseconds(513'500)});
+  // the second request leaves when the only tag comes back
+  EXPECT_EQ(second, first + Nanoseconds(500) + Picoseconds(10'500));
+  EXPECT_EQ(rig.a->Counters().read_tag_stalls, 1u);
+}
+
+TEST(PcieReads, WithEnoughTagsOverlap) {
+  TwoNodeRig rig(PcieOnly());
+  TimePoint first{}, second{};
+  rig.a->Pcie().DmaRead(64, [&] { first = rig.events.Now(); });
+  rig.a->Pcie().DmaRead(64, [&] { second = rig.events.Now(); });
+  rig.Run();
+  // the second request header follows the first (3 ns), its data the first's completion
+  EXPECT_EQ(second, first + Picoseconds(10'500));
+}
+
+TEST(PcieMmio, CountsWritesAndBytes) {
+  TwoNodeRig rig(PcieOnly());
+  (void)rig.a->Pcie().MmioWrite(64);
+  (void)rig.a->Pcie().MmioWrite(8);
+  EXPECT_EQ(rig.a->Counters().mmio_writes, 2u);
+  EXPECT_EQ(rig.a->Counters().mmio_write_bytes, 72u);
+}
+
+// ---- processing units ----
+
+TEST(ProcessingUnitsTest, QpsOnOneUnitTakeTurns) {
+  HardwareProfile p = profiles::kFunctional;
+  p.processing_units = 2;
+  ProcessingUnits units(p);  // 1000 MHz: one cycle is one nanosecond
+  EXPECT_EQ(units.Run(Qpn{1}, Cycles{100}, TimePoint{}), TimePoint{Nanoseconds(100)});
+  EXPECT_EQ(units.Run(Qpn{3}, Cycles{100}, TimePoint{}), TimePoint{Nanoseconds(200)});  // 3 % 2 == 1 % 2
+}
+
+TEST(ProcessingUnitsTest, QpsOnDifferentUnitsRunInParallel) {
+  HardwareProfile p = profiles::kFunctional;
+  p.processing_units = 2;
+  ProcessingUnits units(p);
+  EXPECT_EQ(units.Run(Qpn{1}, Cycles{100}, TimePoint{}), TimePoint{Nanoseconds(100)});
+  EXPECT_EQ(units.Run(Qpn{2}, Cycles{100}, TimePoint{}), TimePoint{Nanoseconds(100)});
+}
+
+// ---- port ----
+
+TEST(PortHeaders, RoceAddsRethAethAndIeth) {
+  Packet p;
+  p.opcode = PacketOpcode::kWriteOnly;
+  EXPECT_EQ(ExtensionHeaderBytes(Transport::kRoCEv2, p), 16u);
+  p.opcode = PacketOpcode::kWriteMiddle;
+  EXPECT_EQ(ExtensionHeaderBytes(Transport::kRoCEv2, p), 0u);
+  p.opcode = PacketOpcode::kReadRequest;
+  EXPECT_EQ(ExtensionHeaderBytes(Transport::kRoCEv2, p), 16u);
+  p.opcode = PacketOpcode::kAcknowledge;
+  EXPECT_EQ(ExtensionHeaderBytes(Transport::kRoCEv2, p), 4u);
+  p.opcode = PacketOpcode::kSendOnly;
+  p.has_invalidate_key = true;
+  EXPECT_EQ(ExtensionHeaderBytes(Transport::kRoCEv2, p), 4u);
+}
+
+TEST(PortHeaders, IwarpOverheadAlreadyHoldsItsHeaders) {
+  Packet p;
+  p.opcode = PacketOpcode::kWriteOnly;
+  EXPECT_EQ(ExtensionHeaderBytes(Transport::kIWarp, p), 0u);
+}
+
+TEST(PortLatency, MacPhyAndReceivePipelineAddToTheArrival) {
+  HardwareProfile p = profiles::kFunctional;
+  p.link_rate = GigabitsPerSecond(8);  // 1 byte per ns
+  p.packet_overhead_bytes = 46;
+  p.port_transmit_latency = Nanoseconds(10);
+  p.port_receive_latency = Nanoseconds(20);
+  p.propagation_delay = Nanoseconds(7);
+  p.packet_processing = Cycles{5};
+  TwoNodeRig rig(p);
+  std::uint32_t id;
+  Packet& pkt = rig.network.Pool().Acquire(&id);
+  pkt.destination_node = 1;
+  pkt.opcode = PacketOpcode::kAcknowledge;
+  pkt.destination_qpn = Qpn{0xffff};
+  pkt.payload.resize(50);
+  EXPECT_EQ(rig.a->GetPort().Transmit(id), TimePoint{Nanoseconds(10)});  // first bit on the cable
+  rig.Run();
+  // 50 + 46 + 4 (AETH) bytes, MAC/PHY out, cable, MAC/PHY in, receive pipeline
+  EXPECT_EQ(rig.events.Now(), TimePoint{Nanoseconds(100 + 10 + 7 + 20 + 5)});
+}
+
+}  // namespace
+}  // namespace hw
+
+namespace {
+
+// ---- requester, WQE fetch, responder: through the provider ----
+
+QpPairConfig Default() {
+  QpPairConfig c;
+  c.fabric.profile = profiles::kConnectX100GbeRoce;
+  return c;
+}
+
+TEST(RequesterPipeline, FirstPacketLeavesBeforeTheWholePayloadIsRead) {
+  QpPair pair(Default());
+  pair.fabric().Trace().Requests().Enable();
+  auto src = pair.a().Register(64 * 1024);
+  auto dst = pair.b().Register(64 * 1024);
+  const NDK_SGE s = src->Sge(0, 64 * 1024);
+  ASSERT_EQ(pair.a().Write(nullptr, {&s, 1}, dst->Address(), dst->RemoteToken()), STATUS_SUCCESS);
+  ASSERT_EQ(pair.Collect(pair.a().initiator_cq, 1).size(), 1u);
+  const RequestRecord& r = pair.fabric().Trace().Requests().Records().front();
+  const HardwareProfile& p = profiles::kConnectX100GbeRoce;
+  // Reading all 64 KiB takes at least the read latency plus its serialization (~5.5 us); the
+  // first 4 KiB packet needs only its own share.
+  const Duration whole = p.pcie_dma_read_latency + p.pcie_bandwidth.TimeFor(64 * 1024);
+  EXPECT_LT(r.At(RequestStage::kFirstByteOnWire) - r.At(RequestStage::kFetched), whole / 3);
+}
+
+TEST(RequesterPipeline, PacketsOfAQpLeaveInPostingOrder) {
+  QpPair pair(Default());
+  pair.fabric().Trace().Requests().Enable();
+  auto src = pair.a().Register(8192);
+  auto dst = pair.b().Register(8192);
+  const NDK_SGE big = src->Sge(0, 4096);
+  const NDK_SGE small = src->Sge(4096, 8);
+  // The inline write needs no payload read, yet may not overtake the gathered one before it.
+  ASSERT_EQ(pair.a().Write(nullptr, {&big, 1}, dst->Address(), dst->RemoteToken(), NDK_OP_FLAG_DEFER), STATUS_SUCCESS);
+  ASSERT_EQ(pair.a().Write(nullptr, {&small, 1}, dst->Address() + 4096, dst->RemoteToken(), NDK_OP_FLAG_INLINE),
+            STATUS_SUCCESS);
+  ASSERT_EQ(pair.Collect(pair.a().initiator_cq, 2).size(), 2u);
+  const auto& records = pair.fabric().Trace().Requests().Records();
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_LT(records[0].At(RequestStage::kFirstByteOnWire), records[1].At(RequestStage::kFirstByteOnWire));
+}
+
+TEST(WqeByMmio, ADoorbellForOneWqeCarriesItAndItIsNotFetched) {
+  QpPair pair(Default());
+  auto src = pair.a().Register(64);
+  auto dst = pair.b().Register(64);
+  const NDK_SGE s = src->Sge(0, 8);
+  ASSERT_EQ(pair.a().Write(nullptr, {&s, 1}, dst->Address(), dst->RemoteToken()), STATUS_SUCCESS);
+  ASSERT_EQ(pair.Collect(pair.a().initiator_cq, 1).size(), 1u);
+  const QpCounters q = *pair.a().node->CountersOf(pair.a().qp);
+  EXPECT_EQ(q.wqes_by_mmio, 1u);
+  EXPECT_EQ(q.wqes_fetched, 0u);
+  EXPECT_EQ(q.mmio_write_bytes, 64u);  // the 64-B WQE, not an 8-B doorbell
+}
+
+TEST(WqeByMmio, IsOffWhenTheProfileSaysSo) {
+  QpPairConfig c = Default();
+  c.fabric.profile.wqe_by_mmio_bytes = 0;
+  QpPair pair(c);
+  auto src = pair.a().Register(64);
+  auto dst = pair.b().Register(64);
+  const NDK_SGE s = src->Sge(0, 8);
+  ASSERT_EQ(pair.a().Write(nullptr, {&s, 1}, dst->Address(), dst->RemoteToken()), STATUS_SUCCESS);
+  ASSERT_EQ(pair.Collect(pair.a().initiator_cq, 1).size(), 1u);
+  const QpCounters q = *pair.a().node->CountersOf(pair.a().qp);
+  EXPECT_EQ(q.wqes_by_mmio, 0u);
+  EXPECT_EQ(q.wqes_fetched, 1u);
+  EXPECT_EQ(q.mmio_write_bytes, 8u);
+}
+
+TEST(ReceivePrefetch, ReceivesPostedAheadAreReadInOneDmaRead) {
+  QpPair pair(Default());
+  auto src = pair.a().Register(64);
+  auto rx = pair.b().Register(64);
+  const NDK_SGE r = rx->Sge(0, 64);
+  for (int i = 0; i < 8; ++i) ASSERT_EQ(pair.b().Receive(nullptr, {&r, 1}), STATUS_SUCCESS);
+  const NDK_SGE s = src->Sge(0, 32);
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_EQ(pair.a().Send(nullptr, {&s, 1}, NDK_OP_FLAG_INLINE), STATUS_SUCCESS);
+    ASSERT_EQ(pair.Collect(pair.b().receive_cq, 1).size(), 1u);
+  }
+  // Node b reads nothing but receive WQEs: the first message reads all eight at once.
+  const QpCounters q = *pair.b().node->CountersOf(pair.b().qp);
+  EXPECT_EQ(q.dma_reads, 1u);
+}
+
+TEST(ReceivePrefetch, AReceiveReadAheadCostsNoReadLatency) {
+  WorkloadConfig c;
+  c.fabric.profile = profiles::kConnectX100GbeRoce;
+  c.op = Operation::kSend;
+  c.bytes = 32;
+  Workload w(c);
+  const std::vector<double> samples = w.Latency(3);
+  // The first message waits for its receive WQE to be read; later ones find it on the NIC.
+  EXPECT_GT(samples[0] - samples[2], ToNanoseconds(profiles::kConnectX100GbeRoce.pcie_dma_read_latency) / 2 * 0.9);
+  EXPECT_EQ(samples[1], samples[2]);
+}
+
+// ---- per-QP counters ----
+
+TEST(QpCountersTest, CountTheQpsOwnTraffic) {
+  QpPair pair(Default());
+  const QpPair::ExtraQps other = pair.AddConnectedQps();
+  auto src = pair.a().Register(4096);
+  auto dst = pair.b().Register(4096);
+  const NDK_SGE s = src->Sge(0, 4096);
+  ASSERT_EQ(pair.a().Write(nullptr, {&s, 1}, dst->Address(), dst->RemoteToken()), STATUS_SUCCESS);
+  ASSERT_EQ(pair.Collect(pair.a().initiator_cq, 1).size(), 1u);
+  const QpCounters a = *pair.a().node->CountersOf(pair.a().qp);
+  EXPECT_EQ(a.doorbells, 1u);
+  EXPECT_EQ(a.wqes_executed, 1u);
+  EXPECT_EQ(a.packets_sent, 1u);
+  EXPECT_EQ(a.bytes_sent, 4096u);
+  EXPECT_EQ(a.dma_read_bytes, 4096u);  // the payload (the WQE came with the doorbell)
+  EXPECT_EQ(a.completions, 1u);
+  EXPECT_EQ(a.packets_received, 1u);  // the ACK
+  const QpCounters b = *pair.b().node->CountersOf(pair.b().qp);
+  EXPECT_EQ(b.bytes_received, 4096u);
+  EXPECT_EQ(b.dma_write_bytes, 4096u);
+  const QpCounters idle = *pair.a().node->CountersOf(other.a);
+  EXPECT_EQ(idle.packets_sent, 0u);
+  EXPECT_EQ(idle.doorbells, 0u);
+}
+
+TEST(QpCountersTest, AreOnlyForTheNodesOwnQps) {
+  QpPair pair(Default());
+  EXPECT_FALSE(pair.a().node->CountersOf(pair.b().qp).has_value());
+  EXPECT_FALSE(pair.a().node->CountersOf(nullptr).has_value());
+}
+
+}  // namespace
+}  // namespace ndksim
