@@ -174,4 +174,14 @@ inline WqeDataSegment Sge(const void* p, std::uint32_t len, MemoryKey key) {
   return WqeDataSegment{reinterpret_cast<std::uint64_t>(p), len, key.value};
 }
 
+// The functional profile with only the PCIe link timed, in round numbers: 8 bytes per ns.
+inline HardwareProfile PcieOnlyProfile() {
+  HardwareProfile p = profiles::kFunctional;
+  p.pcie_dma_read_latency = Nanoseconds(500);
+  p.pcie_dma_write_latency = Nanoseconds(200);
+  p.pcie_mmio_write_latency = Nanoseconds(100);
+  p.pcie_bandwidth = GigabitsPerSecond(64);  // 8 bytes per ns: easy arithmetic
+  return p;
+}
+
 }  // namespace ndksim::hw::testing

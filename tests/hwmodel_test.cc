@@ -13,6 +13,7 @@ namespace {
 
 using testing::RawCq;
 using testing::Sge;
+using testing::PcieOnlyProfile;
 using testing::TwoNodeRig;
 
 // ---- clock and event queue ----
@@ -482,18 +483,11 @@ namespace ndksim::hw {
 namespace {
 
 using testing::Sge;
+using testing::PcieOnlyProfile;
 using testing::TwoNodeRig;
 
 // ---- PCIe link in isolation ----
 
-HardwareProfile PcieOnlyProfile() {
-  HardwareProfile p = profiles::kFunctional;
-  p.pcie_dma_read_latency = Nanoseconds(500);
-  p.pcie_dma_write_latency = Nanoseconds(200);
-  p.pcie_mmio_write_latency = Nanoseconds(100);
-  p.pcie_bandwidth = GigabitsPerSecond(64);  // 8 bytes per ns: easy arithmetic
-  return p;
-}
 
 TEST(PcieLink, DmaReadTakesLatencyPlusSerializationWithTlpHeaders) {
   TwoNodeRig rig(PcieOnlyProfile());

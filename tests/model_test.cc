@@ -86,20 +86,13 @@ TEST(Profile, FabricRefusesAnInvalidProfileNamingTheField) {
 namespace hw {
 namespace {
 
-using testing::Sge;
 using testing::TwoNodeRig;
 
-HardwareProfile PcieOnly() {
-  HardwareProfile p = profiles::kFunctional;
-  p.pcie_dma_read_latency = Nanoseconds(500);
-  p.pcie_bandwidth = GigabitsPerSecond(64);  // 8 bytes per ns
-  return p;
-}
 
 // ---- PCIe link ----
 
 TEST(PcieReads, AreSplitIntoRequestsOfAtMostMrrsBytes) {
-  TwoNodeRig rig(PcieOnly());
+  TwoNodeRig rig(testing::PcieOnlyProfile());
   rig.a->Pcie().DmaRead(2048, [] {});
   rig.Run();
   EXPECT_EQ(rig.a->Counters().dma_reads, 1u);
@@ -107,7 +100,7 @@ TEST(PcieReads, AreSplitIntoRequestsOfAtMostMrrsBytes) {
 }
 
 TEST(PcieReads, WaitForAFreeTag) {
-  HardwareProfile p = PcieOnly();
+  HardwareProfile p = testing::PcieOnlyProfile();
   p.pcie_read_tags = 1;
   TwoNodeRig rig(p);
   TimePoint first{}, second{};
@@ -122,7 +115,7 @@ TEST(PcieReads, WaitForAFreeTag) {
 }
 
 TEST(PcieReads, WithEnoughTagsOverlap) {
-  TwoNodeRig rig(PcieOnly());
+  TwoNodeRig rig(testing::PcieOnlyProfile());
   TimePoint first{}, second{};
   rig.a->Pcie().DmaRead(64, [&] { first = rig.events.Now(); });
   rig.a->Pcie().DmaRead(64, [&] { second = rig.events.Now(); });
@@ -132,7 +125,7 @@ TEST(PcieReads, WithEnoughTagsOverlap) {
 }
 
 TEST(PcieMmio, CountsWritesAndBytes) {
-  TwoNodeRig rig(PcieOnly());
+  TwoNodeRig rig(testing::PcieOnlyProfile());
   (void)rig.a->Pcie().MmioWrite(64);
   (void)rig.a->Pcie().MmioWrite(8);
   EXPECT_EQ(rig.a->Counters().mmio_writes, 2u);
@@ -214,6 +207,15 @@ QpPairConfig Default() {
   return c;
 }
 
+// One signaled write of `bytes` from a to b, run to its completion.
+void WriteOnce(QpPair& pair, ULONG bytes) {
+  auto src = pair.a().Register(bytes);
+  auto dst = pair.b().Register(bytes);
+  const NDK_SGE s = src->Sge(0, bytes);
+  ASSERT_EQ(pair.a().Write(nullptr, {&s, 1}, dst->Address(), dst->RemoteToken()), STATUS_SUCCESS);
+  ASSERT_EQ(pair.Collect(pair.a().initiator_cq, 1).size(), 1u);
+}
+
 TEST(RequesterPipeline, FirstPacketLeavesBeforeTheWholePayloadIsRead) {
   QpPair pair(Default());
   pair.fabric().Trace().Requests().Enable();
@@ -249,11 +251,7 @@ TEST(RequesterPipeline, PacketsOfAQpLeaveInPostingOrder) {
 
 TEST(WqeByMmio, ADoorbellForOneWqeCarriesItAndItIsNotFetched) {
   QpPair pair(Default());
-  auto src = pair.a().Register(64);
-  auto dst = pair.b().Register(64);
-  const NDK_SGE s = src->Sge(0, 8);
-  ASSERT_EQ(pair.a().Write(nullptr, {&s, 1}, dst->Address(), dst->RemoteToken()), STATUS_SUCCESS);
-  ASSERT_EQ(pair.Collect(pair.a().initiator_cq, 1).size(), 1u);
+  WriteOnce(pair, 8);
   const QpCounters q = *pair.a().node->CountersOf(pair.a().qp);
   EXPECT_EQ(q.wqes_by_mmio, 1u);
   EXPECT_EQ(q.wqes_fetched, 0u);
@@ -264,11 +262,7 @@ TEST(WqeByMmio, IsOffWhenTheProfileSaysSo) {
   QpPairConfig c = Default();
   c.fabric.profile.wqe_by_mmio_bytes = 0;
   QpPair pair(c);
-  auto src = pair.a().Register(64);
-  auto dst = pair.b().Register(64);
-  const NDK_SGE s = src->Sge(0, 8);
-  ASSERT_EQ(pair.a().Write(nullptr, {&s, 1}, dst->Address(), dst->RemoteToken()), STATUS_SUCCESS);
-  ASSERT_EQ(pair.Collect(pair.a().initiator_cq, 1).size(), 1u);
+  WriteOnce(pair, 8);
   const QpCounters q = *pair.a().node->CountersOf(pair.a().qp);
   EXPECT_EQ(q.wqes_by_mmio, 0u);
   EXPECT_EQ(q.wqes_fetched, 1u);
@@ -308,11 +302,7 @@ TEST(ReceivePrefetch, AReceiveReadAheadCostsNoReadLatency) {
 TEST(QpCountersTest, CountTheQpsOwnTraffic) {
   QpPair pair(Default());
   const QpPair::ExtraQps other = pair.AddConnectedQps();
-  auto src = pair.a().Register(4096);
-  auto dst = pair.b().Register(4096);
-  const NDK_SGE s = src->Sge(0, 4096);
-  ASSERT_EQ(pair.a().Write(nullptr, {&s, 1}, dst->Address(), dst->RemoteToken()), STATUS_SUCCESS);
-  ASSERT_EQ(pair.Collect(pair.a().initiator_cq, 1).size(), 1u);
+  WriteOnce(pair, 4096);
   const QpCounters a = *pair.a().node->CountersOf(pair.a().qp);
   EXPECT_EQ(a.doorbells, 1u);
   EXPECT_EQ(a.wqes_executed, 1u);
