@@ -2,10 +2,12 @@
 // insertion sequence) so that ties resolve the same way on every run. Idle time is skipped.
 #pragma once
 
+#include <algorithm>
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <cstdlib>
 #include <new>
 #include <type_traits>
@@ -132,6 +134,55 @@ class EventQueue {
   std::vector<Entry> heap_;
   std::vector<EventCallback> callbacks_;  // slab; free slots listed in free_slots_
   std::vector<std::uint32_t> free_slots_;
+};
+
+// Waiters for one shared resource (the port's transmitter, a PCIe read slot), woken one at a time
+// in the order they came when the resource is free, so that waiting costs one event per hand-over
+// however many wait. A woken waiter that still needs the resource adds itself again (at the back:
+// round robin).
+class WaitList {
+ public:
+  // `free_at()`: when the resource is next free. `wake(id)`: hands it to waiter `id`.
+  WaitList(EventQueue& events, std::function<TimePoint()> free_at, std::function<void(std::uint32_t)> wake)
+      : events_(events), free_at_(std::move(free_at)), wake_(std::move(wake)) {}
+
+  void Add(std::uint32_t id) {
+    if (count_ == ids_.size()) Grow();
+    ids_[(head_ + count_) % ids_.size()] = id;
+    ++count_;
+    Arm();
+  }
+
+ private:
+  void Arm() {
+    if (scheduled_ || count_ == 0) return;
+    scheduled_ = true;
+    events_.Schedule(std::max(events_.Now(), free_at_()), EventPriority::kDevice, [this] { OnFree(); });
+  }
+  void OnFree() {
+    scheduled_ = false;
+    if (count_ > 0 && free_at_() <= events_.Now()) {
+      const std::uint32_t id = ids_[head_];
+      head_ = (head_ + 1) % ids_.size();
+      --count_;
+      wake_(id);
+    }
+    Arm();
+  }
+  void Grow() {
+    std::vector<std::uint32_t> bigger(std::max<std::size_t>(16, ids_.size() * 2));
+    for (std::size_t i = 0; i < count_; ++i) bigger[i] = ids_[(head_ + i) % ids_.size()];
+    ids_ = std::move(bigger);
+    head_ = 0;
+  }
+
+  EventQueue& events_;
+  std::function<TimePoint()> free_at_;
+  std::function<void(std::uint32_t)> wake_;
+  std::vector<std::uint32_t> ids_;  // a ring: count_ ids from head_
+  std::size_t head_ = 0;
+  std::size_t count_ = 0;
+  bool scheduled_ = false;
 };
 
 }  // namespace ndksim::hw

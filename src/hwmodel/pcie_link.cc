@@ -3,12 +3,17 @@
 
 #include <algorithm>
 
+#include "hwmodel/requester.h"
 #include "ndksim/trace.h"
 
 namespace ndksim::hw {
 
 PcieLink::PcieLink(Nic& nic, EventQueue& events)
-    : nic_(nic), events_(events), tag_free_(nic.Profile().pcie_read_tags) {}
+    : nic_(nic),
+      events_(events),
+      tag_free_(nic.Profile().pcie_read_tags),
+      read_waiters_(
+          events, [this] { return ReadSlotAt(); }, [this](std::uint32_t qpn) { nic_.Req().OnReadSlotFree(Qpn{qpn}); }) {}
 
 std::uint64_t PcieLink::WireBytes(std::uint64_t bytes, std::uint32_t tlp_bytes, std::uint32_t overhead) {
   const std::uint64_t tlps = bytes == 0 ? 1 : (bytes + tlp_bytes - 1) / tlp_bytes;

@@ -37,6 +37,9 @@ class PcieLink {
   // completions. A block that reads ahead (payload prefetch) waits for this instead of booking
   // the link far into the future, where later reads (WQE fetches) would queue behind it.
   TimePoint ReadSlotAt() const;
+  // The requester of `qpn` waits for a read slot; it is resumed (Requester::OnReadSlotFree) in
+  // turn when there is one.
+  void AwaitReadSlot(Qpn qpn) { read_waiters_.Add(qpn.value); }
 
   // When every write issued so far is visible in host memory.
   TimePoint LastWriteLandsAt() const { return last_write_done_; }
@@ -56,6 +59,7 @@ class PcieLink {
   // the order they were taken and a ring suffices: the next tag is always the earliest free.
   std::vector<TimePoint> tag_free_;
   std::size_t next_tag_ = 0;
+  WaitList read_waiters_;
 };
 
 }  // namespace ndksim::hw

@@ -5,6 +5,7 @@
 
 #include "hwmodel/completer.h"
 #include "hwmodel/contexts.h"
+#include "hwmodel/requester.h"
 #include "hwmodel/responder.h"
 #include "ndksim/trace.h"
 
@@ -30,7 +31,11 @@ Packet& PacketPool::Acquire(std::uint32_t* id) {
 void PacketPool::Release(std::uint32_t id) { free_.push_back(id); }
 
 Port::Port(Nic& nic, EventQueue& events, Network& network)
-    : nic_(nic), events_(events), network_(network) {}
+    : nic_(nic),
+      events_(events),
+      network_(network),
+      waiters_(
+          events, [this] { return tx_free_; }, [this](std::uint32_t qpn) { nic_.Req().OnTransmitterFree(Qpn{qpn}); }) {}
 
 PacketPool& Port::Pool() { return network_.Pool(); }
 

@@ -39,12 +39,16 @@ class Port {
 
   PacketPool& Pool();
   TimePoint TransmitFreeAt() const { return tx_free_; }
+  // The requester of `qpn` has a packet ready while the transmitter is busy: it is resumed
+  // (Requester::OnTransmitterFree) in turn, when the transmitter is free.
+  void AwaitTransmitter(Qpn qpn) { waiters_.Add(qpn.value); }
 
  private:
   Nic& nic_;
   EventQueue& events_;
   Network& network_;
   TimePoint tx_free_{};
+  WaitList waiters_;
 };
 
 // The links between ports. Two nodes are joined back to back; more meet at one switch.

@@ -259,14 +259,7 @@ bool Requester::Segment(QpContext& qp) {
       if (needs_read && nic_.Pcie().ReadSlotAt() > events_.Now()) {
         if (!r.tag_wait_scheduled) {
           r.tag_wait_scheduled = true;
-          const Qpn qpn = qp.qpn;
-          const std::uint64_t generation = r.generation;
-          events_.Schedule(nic_.Pcie().ReadSlotAt(), EventPriority::kDevice, [this, qpn, generation] {
-            QpContext* q = nic_.FindQp(qpn);
-            if (q == nullptr || q->requester.generation != generation) return;
-            q->requester.tag_wait_scheduled = false;
-            Pump(*q);
-          });
+          nic_.Pcie().AwaitReadSlot(qp.qpn);
         }
         return progress;
       }
@@ -356,14 +349,7 @@ bool Requester::Drain(QpContext& qp) {
     if (port.TransmitFreeAt() > events_.Now()) {
       if (!r.drain_scheduled) {
         r.drain_scheduled = true;
-        const Qpn qpn = qp.qpn;
-        const std::uint64_t generation = r.generation;
-        events_.Schedule(port.TransmitFreeAt(), EventPriority::kDevice, [this, qpn, generation] {
-          QpContext* q = nic_.FindQp(qpn);
-          if (q == nullptr || q->requester.generation != generation) return;
-          q->requester.drain_scheduled = false;
-          Pump(*q);
-        });
+        port.AwaitTransmitter(qp.qpn);
       }
       break;
     }
@@ -380,6 +366,20 @@ bool Requester::Drain(QpContext& qp) {
     progress = true;
   }
   return progress;
+}
+
+void Requester::OnTransmitterFree(Qpn qpn) {
+  QpContext* qp = nic_.FindQp(qpn);
+  if (qp == nullptr || !qp->requester.drain_scheduled) return;  // stale: rewound or aborted since
+  qp->requester.drain_scheduled = false;
+  if (qp->state == QpState::kReadyToSend) Pump(*qp);
+}
+
+void Requester::OnReadSlotFree(Qpn qpn) {
+  QpContext* qp = nic_.FindQp(qpn);
+  if (qp == nullptr || !qp->requester.tag_wait_scheduled) return;
+  qp->requester.tag_wait_scheduled = false;
+  if (qp->state == QpState::kReadyToSend) Pump(*qp);
 }
 
 // ---- completer messages --------------------------------------------------------------------------

@@ -28,6 +28,9 @@ class Requester {
   void OnReadRetired(QpContext& qp);
   // Message from the completer: resend everything from WQE `counter` on (go-back-N).
   void Rewind(QpContext& qp, std::uint32_t counter);
+  // The port's transmitter, or a PCIe read slot, that `qpn` waited for is free.
+  void OnTransmitterFree(Qpn qpn);
+  void OnReadSlotFree(Qpn qpn);
   // Stops everything in flight for `qp` (it entered the error state or is destroyed) and releases
   // its staged packets.
   void Abort(QpContext& qp);

@@ -38,6 +38,10 @@ void WqeFetch::Kick(QpContext& qp) {
   const std::uint32_t free_descriptors = kDescriptorSlots - (r.tail - r.head);
   const std::uint32_t count = std::min({pending, free_descriptors, kMaxBurstWqes});
   if (count == 0) return;
+  // Fetch in bursts: while the QP still has fetched work, wait until a whole burst of descriptors
+  // is free rather than reading a WQE or two each time one retires.
+  const bool short_of_descriptors = count < kMaxBurstWqes && count < pending;
+  if (short_of_descriptors && r.next_exec != r.tail && qp.state == QpState::kReadyToSend) return;
   r.fetch_in_flight = true;
   const std::uint32_t first_block = r.fetched_blocks;
   // Real send queues pack WQEs of different sizes; this ring gives every WQE the same stride, so
