@@ -58,8 +58,8 @@ void DoorbellUnit::OnArrival(const Doorbell& doorbell) {
       return;
     }
     case Doorbell::Kind::kReceiveQueue: {
-      // Receive queues are read on demand; a receive doorbell only matters to a QP in error,
-      // whose newly posted receives must be flushed.
+      // Receive WQEs are read when sends need them (and read ahead); a receive doorbell only
+      // matters to a QP in error, whose newly posted receives must be flushed.
       QpContext* qp = nic_.FindQp(Qpn{doorbell.object});
       if (qp != nullptr && qp->state == QpState::kError) nic_.Cqes().FlushReceives(*qp);
       return;
