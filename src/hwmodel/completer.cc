@@ -28,30 +28,6 @@ CompletionSyndrome FromNak(AckSyndrome s) {
   }
 }
 
-// Scatters `length` bytes at message offset `offset` into the SGEs of `d`. False if a translation
-// fails.
-bool ScatterPayload(Nic& nic, const QpContext& qp, const WqeDescriptor& d, std::uint64_t offset,
-                    const std::byte* data, std::uint32_t length) {
-  std::uint64_t skip = offset;
-  for (std::uint32_t s = 0; s < d.control.sge_count && length > 0; ++s) {
-    const WqeDataSegment& sge = d.sges[s];
-    if (skip >= sge.length) {
-      skip -= sge.length;
-      continue;
-    }
-    const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(sge.length - skip, length));
-    // ref §3.3: read sinks need the read-sink right where the profile requires it.
-    if (!nic.Tpt().CopyTo(MemoryKey{sge.local_key}, qp.pd, sge.address + skip, data, n,
-                          access::kLocalWrite | access::kReadSink)) {
-      return false;
-    }
-    data += n;
-    length -= n;
-    skip = 0;
-  }
-  return length == 0;
-}
-
 }  // namespace
 
 void Completer::OnPacket(std::uint32_t packet_id) {
@@ -150,8 +126,9 @@ void Completer::OnReadResponse(QpContext& qp, std::uint32_t packet_id) {
     }
     WqeDescriptor& rd = q->Descriptor(counter);
     const Packet& pkt = pkt_pool.Get(packet_id);
-    const bool placed = ScatterPayload(nic_, *q, rd, offset, pkt.payload.data(),
-                                       static_cast<std::uint32_t>(pkt.payload.size()));
+    // ref §3.3: read sinks need the read-sink right where the profile requires it.
+    const bool placed = ScatterSges(nic_.Tpt(), q->pd, {rd.sges.data(), rd.control.sge_count}, offset,
+                                    pkt.payload.data(), pkt.payload.size(), access::kLocalWrite | access::kReadSink);
     pkt_pool.Release(packet_id);
     if (!placed) {
       ++nic_.MutableCounters().protection_faults;

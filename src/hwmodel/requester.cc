@@ -41,20 +41,7 @@ bool GatherPayload(Nic& nic, const QpContext& qp, const WqeDescriptor& d, std::u
     std::memcpy(out, d.inline_data.data() + offset, length);
     return true;
   }
-  std::uint64_t skip = offset;
-  for (std::uint32_t s = 0; s < d.control.sge_count && length > 0; ++s) {
-    const WqeDataSegment& sge = d.sges[s];
-    if (skip >= sge.length) {
-      skip -= sge.length;
-      continue;
-    }
-    const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(sge.length - skip, length));
-    if (!nic.Tpt().CopyFrom(MemoryKey{sge.local_key}, qp.pd, sge.address + skip, out, n, 0)) return false;
-    out += n;
-    length -= n;
-    skip = 0;
-  }
-  return length == 0;
+  return GatherSges(nic.Tpt(), qp.pd, {d.sges.data(), d.control.sge_count}, offset, length, out, 0);
 }
 
 std::uint32_t Requester::PacketsFor(std::uint64_t bytes) const {

@@ -212,35 +212,20 @@ void Responder::OnSend(QpContext& qp, std::uint32_t packet_id) {
   const auto length = static_cast<std::uint32_t>(p.payload.size());
   if (r.message_bytes + length > r.receive_capacity) {
     pool.Release(packet_id);
-    CompletionRecord rec;
-    rec.syndrome = CompletionSyndrome::kReceiveOverflow;
-    CompleteReceive(nic_, qp, rec);
-    Fail(qp, psn, AckSyndrome::kRemoteInvalidRequest);
+    FailReceive(qp, psn, CompletionSyndrome::kReceiveOverflow, AckSyndrome::kRemoteInvalidRequest);
     return;
   }
   // Check every target piece now so the error is reported in order; place by DMA.
-  std::uint64_t skip = r.message_bytes;
-  std::uint32_t left = length;
-  for (std::uint32_t s = 0; s < r.receive_sge_count && left > 0; ++s) {
-    const WqeDataSegment& sge = r.receive_sges[s];
-    if (skip >= sge.length) {
-      skip -= sge.length;
-      continue;
-    }
-    const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(sge.length - skip, left));
-    const TranslationResult t =
-        nic_.Tpt().Check(MemoryKey{sge.local_key}, qp.pd, sge.address + skip, n, access::kLocalWrite);
-    if (!t.Ok()) {
-      ++nic_.MutableCounters().protection_faults;
-      pool.Release(packet_id);
-      CompletionRecord rec;
-      rec.syndrome = CompletionSyndrome::kLocalProtectionError;
-      CompleteReceive(nic_, qp, rec);
-      Fail(qp, psn, AckSyndrome::kRemoteOperationError);
-      return;
-    }
-    left -= n;
-    skip = 0;
+  const std::span<const WqeDataSegment> sges{r.receive_sges.data(), r.receive_sge_count};
+  const bool writable = ForEachSgePiece(
+      sges, r.message_bytes, length, [&](const WqeDataSegment& sge, std::uint64_t at, std::uint64_t n, std::uint64_t) {
+        return nic_.Tpt().Check(MemoryKey{sge.local_key}, qp.pd, sge.address + at, n, access::kLocalWrite).Ok();
+      });
+  if (!writable) {
+    ++nic_.MutableCounters().protection_faults;
+    pool.Release(packet_id);
+    FailReceive(qp, psn, CompletionSyndrome::kLocalProtectionError, AckSyndrome::kRemoteOperationError);
+    return;
   }
   const std::uint64_t offset = r.message_bytes;
   const std::uint32_t counter = r.receive_wqe;
@@ -258,21 +243,8 @@ void Responder::OnSend(QpContext& qp, std::uint32_t packet_id) {
           std::array<WqeDataSegment, kMaxSge> sges;
           ReadReceiveWqe(*rq, counter, &count, sges.data());
           const Packet& pkt = pkt_pool.Get(packet_id);
-          std::uint64_t skip_bytes = offset;
-          const std::byte* data = pkt.payload.data();
-          std::uint32_t remaining = static_cast<std::uint32_t>(pkt.payload.size());
-          for (std::uint32_t s = 0; s < count && remaining > 0; ++s) {
-            if (skip_bytes >= sges[s].length) {
-              skip_bytes -= sges[s].length;
-              continue;
-            }
-            const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(sges[s].length - skip_bytes, remaining));
-            (void)nic_.Tpt().CopyTo(MemoryKey{sges[s].local_key}, q->pd, sges[s].address + skip_bytes, data, n,
-                                    access::kLocalWrite);
-            data += n;
-            remaining -= n;
-            skip_bytes = 0;
-          }
+          (void)ScatterSges(nic_.Tpt(), q->pd, {sges.data(), count}, offset, pkt.payload.data(), pkt.payload.size(),
+                            access::kLocalWrite);
         }
         pkt_pool.Release(packet_id);
       },
@@ -297,10 +269,7 @@ void Responder::OnSend(QpContext& qp, std::uint32_t packet_id) {
       ++nic_.MutableCounters().protection_faults;
       NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Translation, "qp {} send-invalidate key {:#x}: {}",
                    qp.qpn.value, pkt.invalidate_key, Name(outcome));
-      CompletionRecord failed;
-      failed.syndrome = CompletionSyndrome::kLocalProtectionError;
-      CompleteReceive(nic_, qp, failed);
-      Fail(qp, psn, AckSyndrome::kRemoteAccessError);
+      FailReceive(qp, psn, CompletionSyndrome::kLocalProtectionError, AckSyndrome::kRemoteAccessError);
       return;
     }
     rec.flags |= cqe_flag::kInvalidated;
@@ -481,6 +450,13 @@ void Responder::AckWhenPlaced(QpContext& qp, Psn psn, const RequestRef& request)
     QpContext* q = nic_.FindQp(qpn);
     if (q != nullptr && q->state == QpState::kReadyToSend) SendAck(*q, psn, AckSyndrome::kAck);
   });
+}
+
+void Responder::FailReceive(QpContext& qp, Psn psn, CompletionSyndrome receive, AckSyndrome nak) {
+  CompletionRecord rec;
+  rec.syndrome = receive;
+  CompleteReceive(nic_, qp, rec);
+  Fail(qp, psn, nak);
 }
 
 void Responder::Fail(QpContext& qp, Psn psn, AckSyndrome syndrome) {

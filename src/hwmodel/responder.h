@@ -54,6 +54,8 @@ class Responder {
   void AckWhenPlaced(QpContext& qp, Psn psn, const RequestRef& request);
   // NAKs the packet, completes the current receive if it failed, and puts the QP in error.
   void Fail(QpContext& qp, Psn psn, AckSyndrome syndrome);
+  // Completes the current receive with `receive`, then fails as above with `nak`.
+  void FailReceive(QpContext& qp, Psn psn, CompletionSyndrome receive, AckSyndrome nak);
   // After the processing unit: reads the data of each response packet and sends them in order.
   void StartReadResponse(Qpn qpn, std::uint64_t address, std::uint32_t key, std::uint32_t length, Psn first);
   void SendReadResponse(Qpn qpn, std::uint64_t address, std::uint32_t key, std::uint32_t length, Psn psn,

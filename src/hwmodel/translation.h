@@ -4,7 +4,9 @@
 // a region, and one privileged entry per PD that maps raw logical addresses.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -137,5 +139,41 @@ class Translation {
   std::vector<std::uint32_t> free_indices_;
   std::size_t valid_entries_ = 0;
 };
+
+// The bytes [offset, offset + length) of a message laid out over a list of SGEs, piece by piece:
+// calls `piece(sge, offset_in_sge, n, offset_in_range)` for each part in order. False if `piece`
+// returns false or the SGEs end first.
+template <typename Fn>
+bool ForEachSgePiece(std::span<const WqeDataSegment> sges, std::uint64_t offset, std::uint64_t length, Fn&& piece) {
+  std::uint64_t skip = offset;
+  std::uint64_t done = 0;
+  for (const WqeDataSegment& sge : sges) {
+    if (done == length) break;
+    if (skip >= sge.length) {
+      skip -= sge.length;
+      continue;
+    }
+    const std::uint64_t n = std::min<std::uint64_t>(sge.length - skip, length - done);
+    if (!piece(sge, skip, n, done)) return false;
+    done += n;
+    skip = 0;
+  }
+  return done == length;
+}
+
+// Copies message bytes [offset, offset + length) out of, or into, host memory named by `sges`,
+// through translation with the `required` rights. False if a translation fails.
+inline bool GatherSges(const Translation& tpt, PdNumber pd, std::span<const WqeDataSegment> sges, std::uint64_t offset,
+                       std::uint64_t length, std::byte* out, std::uint32_t required) {
+  return ForEachSgePiece(sges, offset, length, [&](const WqeDataSegment& sge, std::uint64_t at, std::uint64_t n, std::uint64_t done) {
+    return tpt.CopyFrom(MemoryKey{sge.local_key}, pd, sge.address + at, out + done, n, required);
+  });
+}
+inline bool ScatterSges(const Translation& tpt, PdNumber pd, std::span<const WqeDataSegment> sges, std::uint64_t offset,
+                        const std::byte* data, std::uint64_t length, std::uint32_t required) {
+  return ForEachSgePiece(sges, offset, length, [&](const WqeDataSegment& sge, std::uint64_t at, std::uint64_t n, std::uint64_t done) {
+    return tpt.CopyTo(MemoryKey{sge.local_key}, pd, sge.address + at, data + done, n, required);
+  });
+}
 
 }  // namespace ndksim::hw
