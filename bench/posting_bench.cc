@@ -40,7 +40,7 @@ void PostWrites(benchmark::State& state, ULONG extra_flags, int chain) {
   const NDK_QP_DISPATCH* d = qp->Dispatch;
   const UINT64 raddr = dst->Address();
   const UINT32 rtoken = dst->RemoteToken();
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     for (ULONG i = 0; i < kDepth; ++i) {
       ULONG flags = extra_flags;
       if (chain > 1 && (i + 1) % static_cast<ULONG>(chain) != 0) flags |= NDK_OP_FLAG_DEFER;
@@ -72,7 +72,7 @@ void BM_NdkReceive(benchmark::State& state) {
   const NDK_SGE sge = buf->Sge(0, 64);
   NDK_QP* qp = b.qp;
   const NDK_QP_DISPATCH* d = qp->Dispatch;
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     for (ULONG i = 0; i < kDepth; ++i) {
       NTSTATUS s = d->NdkReceive(qp, nullptr, &sge, 1);
       benchmark::DoNotOptimize(s);
@@ -102,7 +102,7 @@ void BM_NdkGetCqResults(benchmark::State& state) {
   const NDK_CQ_DISPATCH* d = cq->Dispatch;
   std::vector<NDK_RESULT> results(per_call);
   std::int64_t reaped = 0;
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     state.PauseTiming();
     for (ULONG i = 0; i < kDepth; ++i) {
       a.Write(nullptr, {&sge, 1}, dst->Address(), dst->RemoteToken(), (i + 1) % 16 ? NDK_OP_FLAG_DEFER : 0);

@@ -25,7 +25,7 @@ struct BenchWqe {
 void BM_SpscPushPopSameThread(benchmark::State& state) {
   SpscRing<uint64_t> ring(kRingCapacity);
   uint64_t value = 0;
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     bool pushed = ring.TryPush(value);
     benchmark::DoNotOptimize(pushed);
     bool popped = ring.TryPop(value);
@@ -42,7 +42,7 @@ BENCHMARK(BM_SpscPushPopSameThread);
 void BM_SpscInPlaceWqeSameThread(benchmark::State& state) {
   SpscRing<BenchWqe> ring(kRingCapacity);
   uint64_t n = 0;
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     BenchWqe* slot = ring.ProducerSlot();
     slot->words[0] = n;
     slot->words[7] = ~n;
@@ -70,7 +70,7 @@ void BM_SpscCrossThreadThroughput(benchmark::State& state) {
     }
   });
   uint64_t value = 0;
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     while (!ring.TryPop(value)) {
     }
     benchmark::DoNotOptimize(value);
@@ -96,7 +96,7 @@ void BM_SpscCrossThreadRoundTrip(benchmark::State& state) {
     }
   });
   uint64_t n = 0;
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     while (!request.TryPush(n)) {
     }
     uint64_t back = 0;
@@ -115,7 +115,7 @@ BENCHMARK(BM_SpscCrossThreadRoundTrip)->UseRealTime();
 void BM_MpscPushPopSameThread(benchmark::State& state) {
   MpscQueue<uint64_t> queue(kRingCapacity);
   uint64_t value = 0;
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     bool pushed = queue.TryPush(value);
     benchmark::DoNotOptimize(pushed);
     bool popped = queue.TryPop(value);

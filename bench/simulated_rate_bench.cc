@@ -26,7 +26,7 @@ void SimulatedWriteRate(benchmark::State& state) {
   c.inline_size = state.range(2) != 0 ? 8 : 0;
   const std::size_t messages = kMessagesPerQp * static_cast<std::size_t>(c.qps);
   double mpps = 0;
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     Workload w(c);
     mpps = Workload::Mpps(messages, w.Stream(messages));
   }

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Runs clang-tidy's default checks over every translation unit in src/ (using build/'s
-# compile_commands.json); any diagnostic in project code fails the run.
+# Runs clang-tidy's default checks over every translation unit in src/ and bench/ (using build/'s
+# compile_commands.json), with the project's headers in src/ and include/; any diagnostic in
+# project code fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=$(scripts/build.sh | tail -n 1)
 command -v run-clang-tidy >/dev/null || { echo "run-clang-tidy not found (Debian package clang-tidy)" >&2; exit 1; }
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-run-clang-tidy -p "$dir" -j "${NDKSIM_JOBS:-$(nproc)}" -quiet "$PWD/src/" >"$log" 2>&1 || true
+run-clang-tidy -p "$dir" -j "${NDKSIM_JOBS:-$(nproc)}" -quiet -header-filter="$PWD/(src|include)/" \
+  "$PWD/src/" "$PWD/bench/" >"$log" 2>&1 || true
 # Diagnostics in system headers are suppressed by clang-tidy and only counted; anything printed
 # as "warning:" or "error:" is ours.
 if grep -E "(warning|error):" "$log"; then

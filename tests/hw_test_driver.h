@@ -115,7 +115,7 @@ struct RawQp {
 // Two NICs joined back to back, each with a PD, one CQ and one QP, connected to each other.
 struct TwoNodeRig {
   EventQueue events;
-  Network network{events};
+  Network network;
   Tracer tracer;
   Host host_a{events};
   Host host_b{events};

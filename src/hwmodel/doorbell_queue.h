@@ -33,7 +33,7 @@ namespace ndksim::hw {
 //
 // Threading: TryPush from any number of threads; TryPop and Empty from one consumer thread only.
 template <typename T>
-class MpscQueue {
+class MpscQueue {  // NOLINT(clang-analyzer-optin.performance.Padding): indices on their own cache lines
   static_assert(std::is_trivially_copyable_v<T>, "doorbell records are plain values");
   static_assert(std::is_default_constructible_v<T>, "cells are default-constructed up front");
   static_assert(std::atomic<uint64_t>::is_always_lock_free, "the queue must be lock-free");

@@ -50,7 +50,7 @@ struct Fabric::Impl {
   FabricConfig config;
   hw::EventQueue events;
   Tracer tracer;
-  hw::Network network{events};
+  hw::Network network;
   std::vector<std::unique_ptr<Node>> nodes;
 
   void DrainDoorbells() {

@@ -52,13 +52,13 @@ bool AllocateSlot(std::vector<std::unique_ptr<T>>& table, std::size_t limit, std
 
 Nic::Nic(NodeId id, const HardwareProfile& profile, EventQueue& events, Host& host, Network& network,
          Tracer& tracer, std::uint64_t seed)
-    : id_(id),
+    : doorbell_fifo_(kDoorbellFifoEntries),
       profile_((ValidateOrThrow(profile), profile)),  // before any block sizes itself from it
       events_(events),
       host_(host),
       network_(network),
       tracer_(tracer),
-      doorbell_fifo_(kDoorbellFifoEntries),
+      id_(id),
       pcie_(std::make_unique<PcieLink>(*this, events)),
       doorbell_unit_(std::make_unique<DoorbellUnit>(*this, events)),
       wqe_fetch_(std::make_unique<WqeFetch>(*this, events)),

@@ -228,7 +228,7 @@ class Nic {
   void DeliverManagementDatagram(std::span<const std::byte> bytes);
 
  private:
-  NodeId id_;
+  MpscQueue<Doorbell> doorbell_fifo_;  // first: it is cache-line aligned
   HardwareProfile profile_;
   EventQueue& events_;
   Host& host_;
@@ -236,11 +236,11 @@ class Nic {
   Tracer& tracer_;
   NicCounters counters_;
   std::vector<NetworkAddress> addresses_;
-  MpscQueue<Doorbell> doorbell_fifo_;
+  NodeId id_;
+  std::uint32_t interrupt_vector_ = 0;
 
   SpscRing<EventEntry>* event_ring_ = nullptr;
   std::deque<EventEntry> pending_events_;  // written to the event ring when their DMA lands
-  std::uint32_t interrupt_vector_ = 0;
 
   std::vector<std::unique_ptr<QpContext>> qps_;  // index = QPN - kFirstQpn
   std::vector<std::unique_ptr<CqContext>> cqs_;

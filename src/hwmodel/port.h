@@ -54,7 +54,7 @@ class Port {
 // The links between ports. Two nodes are joined back to back; more meet at one switch.
 class Network {
  public:
-  explicit Network(EventQueue& events) : events_(events) {}
+  Network() = default;
   void Attach(Nic& nic);
   Nic* NodeNic(NodeId id) { return id < nics_.size() ? nics_[id] : nullptr; }
   // Which node owns `address`, or nullptr.
@@ -63,7 +63,6 @@ class Network {
   bool Switched() const { return nics_.size() > 2; }
 
  private:
-  EventQueue& events_;
   std::vector<Nic*> nics_;  // index = node id
   PacketPool pool_;
 };

@@ -32,14 +32,14 @@ bool Negotiate(NDK_VERSION requested, NDK_VERSION* granted) {
 
 Driver::Driver(hw::Nic& nic, hw::Host& host, Tracer& tracer, AsyncCompletion async_completion,
                std::uint64_t seed)
-    : nic_(nic),
+    : event_queue_(kEventQueueEntries),
+      nic_(nic),
       host_(host),
       tracer_(tracer),
       completion_status_(nic.Profile().remote_access_error),
-      event_queue_(kEventQueueEntries),
       cm_(std::make_unique<ConnectionManager>(*this)),
-      async_completion_(async_completion),
-      completion_rng_(seed ^ (0x9e3779b97f4a7c15ull * (nic.Id() + 1))) {
+      completion_rng_(seed ^ (0x9e3779b97f4a7c15ull * (nic.Id() + 1))),
+      async_completion_(async_completion) {
   nic_.SetEventQueue(&event_queue_, /*interrupt_vector=*/0);
   host_.SetInterruptHandler([this](std::uint32_t vector) { OnInterrupt(vector); });
 }

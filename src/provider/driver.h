@@ -114,12 +114,11 @@ class Driver {
   // The event queue holds this many entries; the NIC sees a full ring as back-pressure.
   static constexpr std::uint32_t kEventQueueEntries = 1024;
 
+  hw::SpscRing<hw::EventEntry> event_queue_;  // first: it is cache-line aligned
   hw::Nic& nic_;
   hw::Host& host_;
   Tracer& tracer_;
   CompletionStatusTable completion_status_;
-  hw::SpscRing<hw::EventEntry> event_queue_;
-  bool drain_queued_ = false;
 
   IndexTable<std::atomic<Qp*>> qps_;
   IndexTable<std::atomic<Cq*>> cqs_;
@@ -128,7 +127,6 @@ class Driver {
   std::unique_ptr<ConnectionManager> cm_;
   std::vector<std::unique_ptr<Adapter>> adapters_;
 
-  const AsyncCompletion async_completion_;
   std::uint64_t completion_rng_;  // splitmix64 state for kMixed
 
   std::unordered_map<WorkId, std::function<void()>> work_;
@@ -136,6 +134,8 @@ class Driver {
   // Events queued on the host capture a weak reference to this, so an event that outlives the
   // driver (the fabric tearing down mid-run) does nothing.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  const AsyncCompletion async_completion_;
+  bool drain_queued_ = false;
 };
 
 }  // namespace ndksim::provider
