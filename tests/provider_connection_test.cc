@@ -10,47 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "conformance/cm_fixture.h"
 #include "ndksim/testing.h"
 
 namespace ndksim {
 namespace {
 
-// What one asynchronous request reported: its status and how many times it was completed.
-struct Request {
-  NTSTATUS status = STATUS_PENDING;
-  int calls = 0;
-  static void Done(PVOID ctx, NTSTATUS status) {
-    auto* r = static_cast<Request*>(ctx);
-    r->status = status;
-    ++r->calls;
-  }
-  // Folds an inline return into the record (ref §3.0: non-PENDING means no callback).
-  void Returned(NTSTATUS s) {
-    if (s != STATUS_PENDING) status = s;
-  }
-};
-
-void IgnoreCq(PVOID, NTSTATUS) {}
-void CountDisconnect(PVOID ctx) { ++*static_cast<int*>(ctx); }
-
-struct Side {
-  Node* node = nullptr;
-  NDK_ADAPTER* adapter = nullptr;
-  NDK_CQ* cq = nullptr;
-  NDK_PD* pd = nullptr;
-  int disconnects = 0;
-
-  NDK_QP* NewQp() {
-    NDK_QP* qp = nullptr;
-    EXPECT_EQ(pd->Dispatch->NdkCreateQp(pd, cq, cq, nullptr, 8, 8, 1, 1, 0, nullptr, nullptr, &qp), STATUS_SUCCESS);
-    return qp;
-  }
-  NDK_CONNECTOR* NewConnector() {
-    NDK_CONNECTOR* c = nullptr;
-    EXPECT_EQ(adapter->Dispatch->NdkCreateConnector(adapter, nullptr, nullptr, &c), STATUS_SUCCESS);
-    return c;
-  }
-};
+using conformance::CountDisconnect;
+using conformance::Request;
+using conformance::Side;
 
 SOCKADDR_IN Ipv4(const char* text, USHORT port) {
   SOCKADDR_IN a{};
@@ -62,95 +30,22 @@ SOCKADDR_IN Ipv4(const char* text, USHORT port) {
 
 PSOCKADDR Sa(SOCKADDR_IN& a) { return reinterpret_cast<PSOCKADDR>(&a); }
 
-class ConnectionManagement : public ::testing::Test {
+// The conformance suite's two nodes with a listener on b:kPort, and its handshake helpers with
+// kPort as the default destination.
+class ConnectionManagement : public conformance::TwoNodes {
  protected:
-  void SetUp() override {
-    Open(a_, fabric_.AddNode({"a", {"192.0.2.1"}}));
-    Open(b_, fabric_.AddNode({"b", {"192.0.2.2"}}));
-    listener_ = NewListener(b_);
-    SOCKADDR_IN at = Ipv4("192.0.2.2", kPort);
-    ASSERT_EQ(listener_->Dispatch->NdkListen(listener_, Sa(at), sizeof at, nullptr, nullptr), STATUS_SUCCESS);
-  }
-  void TearDown() override {
-    a_.node->CloseAdapter(a_.adapter);
-    b_.node->CloseAdapter(b_.adapter);
-    fabric_.RunUntilIdle();
-  }
-
-  void Open(Side& side, Node& node) {
-    side.node = &node;
-    ASSERT_EQ(node.OpenAdapter({2, 1}, &side.adapter), STATUS_SUCCESS);
-    const NDK_ADAPTER_DISPATCH* d = side.adapter->Dispatch;
-    ASSERT_EQ(d->NdkCreateCq(side.adapter, 64, IgnoreCq, nullptr, nullptr, nullptr, nullptr, &side.cq), STATUS_SUCCESS);
-    ASSERT_EQ(d->NdkCreatePd(side.adapter, nullptr, nullptr, &side.pd), STATUS_SUCCESS);
-  }
-
-  NDK_LISTENER* NewListener(Side& side) {
-    NDK_LISTENER* l = nullptr;
-    EXPECT_EQ(side.adapter->Dispatch->NdkCreateListener(side.adapter, OnConnect, this, nullptr, nullptr, &l),
-              STATUS_SUCCESS);
-    return l;
-  }
-
-  static void OnConnect(PVOID ctx, NDK_CONNECTOR* c) { static_cast<ConnectionManagement*>(ctx)->incoming_.push_back(c); }
+  void SetUp() override { listener_ = ListenOnB(kPort); }
 
   // a's `connector` connects `qp` to b:port from a source port of 0 (ephemeral).
   NTSTATUS Connect(NDK_CONNECTOR* connector, NDK_QP* qp, Request* request, const std::string& pdata = "",
                    ULONG ird = 4, ULONG ord = 4, USHORT port = kPort) {
-    SOCKADDR_IN src = Ipv4("192.0.2.1", 0);
-    SOCKADDR_IN dst = Ipv4("192.0.2.2", port);
-    const NTSTATUS s = connector->Dispatch->NdkConnect(
-        connector, qp, Sa(src), sizeof src, Sa(dst), sizeof dst, ird, ord,
-        pdata.empty() ? nullptr : const_cast<char*>(pdata.data()), static_cast<ULONG>(pdata.size()),
-        Request::Done, request);
-    request->Returned(s);
-    return s;
+    return TwoNodes::Connect(connector, qp, request, port, pdata, ird, ord);
   }
-
-  NDK_CONNECTOR* RunUntilIncoming() {
-    const std::size_t before = incoming_.size();
-    fabric_.RunUntil([&] { return incoming_.size() > before; });
-    return incoming_.size() > before ? incoming_.back() : nullptr;
-  }
-
-  NTSTATUS Accept(NDK_CONNECTOR* c, NDK_QP* qp, Request* request, const std::string& pdata = "",
-                  ULONG ird = 4, ULONG ord = 4) {
-    const NTSTATUS s = c->Dispatch->NdkAccept(c, qp, ird, ord,
-                                              pdata.empty() ? nullptr : const_cast<char*>(pdata.data()),
-                                              static_cast<ULONG>(pdata.size()), CountDisconnect, &b_.disconnects,
-                                              Request::Done, request);
-    request->Returned(s);
-    return s;
-  }
-
   // A full handshake; returns the two connected connectors.
-  void Establish(NDK_CONNECTOR** active, NDK_CONNECTOR** passive) {
-    *active = a_.NewConnector();
-    Request connect;
-    Request accept;
-    ASSERT_EQ(Connect(*active, a_.NewQp(), &connect), STATUS_PENDING);
-    *passive = RunUntilIncoming();
-    ASSERT_NE(*passive, nullptr);
-    ASSERT_EQ(Accept(*passive, b_.NewQp(), &accept), STATUS_PENDING);
-    fabric_.RunUntil([&] { return connect.calls > 0; });  // not idle: the accept timer would fire
-    ASSERT_EQ(connect.status, STATUS_SUCCESS);
-    ASSERT_EQ((*active)->Dispatch->NdkCompleteConnect(*active, CountDisconnect, &a_.disconnects, nullptr, nullptr),
-              STATUS_SUCCESS);
-    fabric_.RunUntilIdle();
-    ASSERT_EQ(accept.status, STATUS_SUCCESS);
-    ASSERT_EQ(accept.calls, 1);
-  }
+  void Establish(NDK_CONNECTOR** active, NDK_CONNECTOR** passive) { TwoNodes::Establish(kPort, active, passive); }
 
   static constexpr USHORT kPort = 4000;
-  Fabric fabric_{[] {
-    FabricConfig c;
-    c.profile = profiles::kFunctional;
-    return c;
-  }()};
-  Side a_;
-  Side b_;
   NDK_LISTENER* listener_ = nullptr;
-  std::vector<NDK_CONNECTOR*> incoming_;
 };
 
 TEST_F(ConnectionManagement, PrivateDataAndReadLimitsReachBothSides) {
