@@ -109,8 +109,8 @@ TEST(PcieReads, WaitForAFreeTag) {
   rig.Run();
   // request header 3 ns, latency 500 ns, 64 B + 20 B completion header = 10.5 ns
   EXPECT_EQ(first, TimePoint{Picoseconds(513'500)});
-  // the second request leaves when the only tag comes back
-  EXPECT_EQ(second, first + Nanoseconds(500) + Picoseconds(10'500));
+  // the second request's header leaves when the only tag comes back
+  EXPECT_EQ(second, first + Nanoseconds(3 + 500) + Picoseconds(10'500));
   EXPECT_EQ(rig.a->Counters().read_tag_stalls, 1u);
 }
 
@@ -122,6 +122,28 @@ TEST(PcieReads, WithEnoughTagsOverlap) {
   rig.Run();
   // the second request header follows the first (3 ns), its data the first's completion
   EXPECT_EQ(second, first + Picoseconds(10'500));
+}
+
+TEST(PcieLinkDirection, TrafficReadyNowUsesTheGapBeforeBookedCompletions) {
+  TwoNodeRig rig(testing::PcieOnlyProfile());
+  TimePoint read_done{};
+  rig.a->Pcie().DmaRead(64, [&] { read_done = rig.events.Now(); });
+  // The read's completion is booked 503 ns ahead; an MMIO write issued now does not wait for it.
+  const TimePoint mmio = rig.a->Pcie().MmioWrite(8);
+  EXPECT_EQ(mmio, TimePoint{Nanoseconds(4) + rig.a->Profile().pcie_mmio_write_latency});  // 8 + 24 B
+  rig.Run();
+  EXPECT_EQ(read_done, TimePoint{Picoseconds(513'500)});
+}
+
+TEST(PcieLinkDirection, CompletionsAndMmioShareTheDownstreamBandwidth) {
+  TwoNodeRig rig(testing::PcieOnlyProfile());
+  // 4000 B of MMIO: 16 TLPs of at most 256 B with 24-B headers = 4384 B, the link's first 548 ns.
+  (void)rig.a->Pcie().MmioWrite(4000);
+  TimePoint read_done{};
+  rig.a->Pcie().DmaRead(64, [&] { read_done = rig.events.Now(); });
+  rig.Run();
+  // The completion, due at 503 ns, waits for the link and takes its 10.5 ns after the MMIO write.
+  EXPECT_EQ(read_done, TimePoint{Picoseconds(558'500)});
 }
 
 TEST(PcieMmio, CountsWritesAndBytes) {

@@ -15,6 +15,34 @@ PcieLink::PcieLink(Nic& nic, EventQueue& events)
       read_waiters_(
           events, [this] { return ReadSlotAt(); }, [this](std::uint32_t qpn) { nic_.Req().OnReadSlotFree(Qpn{qpn}); }) {}
 
+TimePoint LinkDirection::Book(TimePoint now, TimePoint ready, Duration length) {
+  std::size_t over = 0;
+  while (over < busy_.size() && busy_[over].end <= now) ++over;
+  busy_.erase(busy_.begin(), busy_.begin() + static_cast<std::ptrdiff_t>(over));
+  TimePoint start = ready;
+  std::size_t at = 0;
+  for (; at < busy_.size(); ++at) {
+    if (busy_[at].end <= start) continue;
+    if (busy_[at].start >= start + length) break;  // fits in the gap before this one
+    start = busy_[at].end;
+  }
+  const TimePoint end = start + length;
+  if (length == Duration::zero()) return end;
+  // Insert, merging with a neighbour that it touches, so back-to-back traffic stays one entry.
+  if (at > 0 && busy_[at - 1].end == start) {
+    busy_[at - 1].end = end;
+    if (at < busy_.size() && busy_[at].start == end) {
+      busy_[at - 1].end = busy_[at].end;
+      busy_.erase(busy_.begin() + static_cast<std::ptrdiff_t>(at));
+    }
+  } else if (at < busy_.size() && busy_[at].start == end) {
+    busy_[at].start = start;
+  } else {
+    busy_.insert(busy_.begin() + static_cast<std::ptrdiff_t>(at), Busy{start, end});
+  }
+  return end;
+}
+
 std::uint64_t PcieLink::WireBytes(std::uint64_t bytes, std::uint32_t tlp_bytes, std::uint32_t overhead) {
   const std::uint64_t tlps = bytes == 0 ? 1 : (bytes + tlp_bytes - 1) / tlp_bytes;
   return bytes + tlps * overhead;
@@ -29,8 +57,9 @@ TimePoint PcieLink::MmioWrite(std::uint32_t bytes, QpCounters* qp) {
     ++qp->mmio_writes;
     qp->mmio_write_bytes += bytes;
   }
-  const TimePoint start = std::max(events_.Now(), mmio_free_);
-  mmio_free_ = start + p.pcie_bandwidth.TimeFor(WireBytes(bytes, p.pcie_max_payload_bytes, kWriteTlpOverheadBytes));
+  const TimePoint now = events_.Now();
+  mmio_free_ = downstream_.Book(now, std::max(now, mmio_free_),
+                                p.pcie_bandwidth.TimeFor(WireBytes(bytes, p.pcie_max_payload_bytes, kWriteTlpOverheadBytes)));
   return mmio_free_ + p.pcie_mmio_write_latency;
 }
 
@@ -61,17 +90,17 @@ TimePoint PcieLink::DmaReadArrival(std::uint64_t bytes, QpCounters* qp) {
     const std::uint64_t n = std::min<std::uint64_t>(left, p.pcie_max_read_request_bytes);
     left -= n;
     ++c.dma_read_requests;
-    // The request header goes up; it leaves once the link and a read tag are free.
-    requests_free_ = std::max(now, requests_free_) + request_time;
+    // The request header goes up once a read tag is free.
     TimePoint& tag = tag_free_[next_tag_];
     next_tag_ = (next_tag_ + 1) % tag_free_.size();
-    if (tag > requests_free_) ++c.read_tag_stalls;
-    const TimePoint sent = std::max(requests_free_, tag);
+    const TimePoint ready = std::max(now, requests_free_);
+    if (tag > ready) ++c.read_tag_stalls;
+    requests_free_ = upstream_.Book(now, std::max(ready, tag), request_time);
     // The data comes back after the read latency and occupies the downstream direction for its
     // serialization time, in completions of at most MPS bytes.
-    const TimePoint data_start = std::max(sent + p.pcie_dma_read_latency, completions_free_);
     completions_free_ =
-        data_start + p.pcie_bandwidth.TimeFor(WireBytes(n, p.pcie_max_payload_bytes, kCompletionTlpOverheadBytes));
+        downstream_.Book(now, std::max(requests_free_ + p.pcie_dma_read_latency, completions_free_),
+                         p.pcie_bandwidth.TimeFor(WireBytes(n, p.pcie_max_payload_bytes, kCompletionTlpOverheadBytes)));
     tag = completions_free_;  // the tag is free once its last completion has arrived
     last = completions_free_;
   } while (left > 0);
@@ -88,8 +117,9 @@ void PcieLink::DmaWrite(std::uint64_t bytes, EventCallback done, QpCounters* qp,
     ++qp->dma_writes;
     qp->dma_write_bytes += bytes;
   }
-  const TimePoint start = std::max({events_.Now(), not_before, writes_free_});
-  writes_free_ = start + p.pcie_bandwidth.TimeFor(WireBytes(bytes, p.pcie_max_payload_bytes, kWriteTlpOverheadBytes));
+  const TimePoint now = events_.Now();
+  writes_free_ = upstream_.Book(now, std::max({now, not_before, writes_free_}),
+                                p.pcie_bandwidth.TimeFor(WireBytes(bytes, p.pcie_max_payload_bytes, kWriteTlpOverheadBytes)));
   // Posted writes become visible in order: never before an earlier write.
   last_write_done_ = std::max(last_write_done_, writes_free_ + p.pcie_dma_write_latency);
   NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Pcie, "dma write {} B done at {}", bytes, last_write_done_);

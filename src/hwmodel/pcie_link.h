@@ -13,6 +13,24 @@
 
 namespace ndksim::hw {
 
+// One direction of the link as a timeline of booked transfers. A transfer takes the earliest gap,
+// at or after the time it is ready, that is long enough for it. Transfers booked for the future
+// (read completions due after the read latency) thus leave the link to traffic that is ready now,
+// and all traffic of the direction shares its bandwidth.
+class LinkDirection {
+ public:
+  // Books `length` of link time from `ready` on; returns when the transfer ends. `now` lets the
+  // timeline forget what is over.
+  TimePoint Book(TimePoint now, TimePoint ready, Duration length);
+
+ private:
+  struct Busy {
+    TimePoint start;
+    TimePoint end;
+  };
+  std::vector<Busy> busy_;  // disjoint, in time order
+};
+
 class PcieLink {
  public:
   static constexpr std::uint32_t kWriteTlpOverheadBytes = 24;       // memory write or read request header
@@ -50,10 +68,13 @@ class PcieLink {
 
   Nic& nic_;
   EventQueue& events_;
-  TimePoint mmio_free_{};        // host -> NIC: MMIO writes
-  TimePoint completions_free_{}; // host -> NIC: read completions with data
-  TimePoint requests_free_{};    // NIC -> host: read request headers
-  TimePoint writes_free_{};      // NIC -> host: posted writes
+  LinkDirection downstream_;      // host -> NIC: MMIO writes and read completions
+  LinkDirection upstream_;        // NIC -> host: read requests and posted writes
+  // Each kind of traffic is in order among itself: the next one starts no earlier than these.
+  TimePoint mmio_free_{};
+  TimePoint completions_free_{};
+  TimePoint requests_free_{};
+  TimePoint writes_free_{};
   TimePoint last_write_done_{};
   // When each read tag is free again. Completions return in issue order, so the tags free up in
   // the order they were taken and a ring suffices: the next tag is always the earliest free.
