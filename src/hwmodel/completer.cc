@@ -61,8 +61,7 @@ void Completer::OnAcknowledge(QpContext& qp, const Packet& p) {
       }
       --qp.completer.rnr_retries_left;
       qp.completer.rnr_wait = true;
-      ++qp.completer.timer_generation;  // the ACK timer pauses while waiting out the RNR delay
-      qp.completer.timer_armed = false;
+      qp.completer.CancelTimer();  // the ACK timer pauses while waiting out the RNR delay
       const Qpn qpn = qp.qpn;
       const std::uint64_t generation = qp.completer.timer_generation;
       events_.ScheduleAfter(nic_.Profile().rnr_delay, EventPriority::kTimer,
@@ -238,27 +237,39 @@ void Completer::ArmTimer(QpContext& qp) {
 
 void Completer::RestartTimer(QpContext& qp) {
   CompleterState& c = qp.completer;
-  ++c.timer_generation;
   std::uint32_t oldest;
   c.timer_armed = OldestAwaiting(qp, &oldest);
   if (!c.timer_armed) return;
+  c.timer_deadline = events_.Now() + nic_.Profile().ack_timeout;
+  if (!c.timer_event_pending) ScheduleTimer(qp);
+}
+
+void Completer::ScheduleTimer(QpContext& qp) {
+  CompleterState& c = qp.completer;
+  c.timer_event_pending = true;
   const Qpn qpn = qp.qpn;
   const std::uint64_t generation = c.timer_generation;
-  events_.ScheduleAfter(nic_.Profile().ack_timeout, EventPriority::kTimer,
-                        [this, qpn, generation] { OnTimeout(qpn, generation); });
+  events_.Schedule(c.timer_deadline, EventPriority::kTimer, [this, qpn, generation] { OnTimeout(qpn, generation); });
 }
 
 void Completer::OnTimeout(Qpn qpn, std::uint64_t generation) {
   QpContext* qp = nic_.FindQp(qpn);
   if (qp == nullptr || qp->state != QpState::kReadyToSend || qp->completer.timer_generation != generation) return;
-  qp->completer.timer_armed = false;
+  CompleterState& c = qp->completer;
+  c.timer_event_pending = false;
+  if (!c.timer_armed) return;
+  if (events_.Now() < c.timer_deadline) {
+    ScheduleTimer(*qp);  // restarted since this event was queued: sleep until the new deadline
+    return;
+  }
+  c.timer_armed = false;
   std::uint32_t oldest;
   if (!OldestAwaiting(*qp, &oldest)) return;
-  if (qp->completer.retries_left == 0) {
+  if (c.retries_left == 0) {
     CompleteWithError(*qp, oldest, CompletionSyndrome::kTransportRetryExceeded);
     return;
   }
-  --qp->completer.retries_left;
+  --c.retries_left;
   ++nic_.MutableCounters().retransmissions;
   ++qp->counters.retransmissions;
   NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Completer, "qp {} ack timeout, resend from wqe {}",

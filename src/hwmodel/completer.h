@@ -37,6 +37,7 @@ class Completer {
   void AcknowledgeUpTo(QpContext& qp, Psn psn);
   void Retire(QpContext& qp);
   void RestartTimer(QpContext& qp);
+  void ScheduleTimer(QpContext& qp);
   void OnTimeout(Qpn qpn, std::uint64_t generation);
   void OnRnrDelayOver(Qpn qpn, std::uint64_t generation, std::uint32_t counter);
   // WQE whose PSN range holds `psn`, or false.

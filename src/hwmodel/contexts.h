@@ -34,6 +34,19 @@ struct WqeDescriptor {
   CompletionSyndrome syndrome = CompletionSyndrome::kSuccess;
   std::array<WqeDataSegment, kMaxSge> sges{};
   std::array<std::byte, kMaxInlineBytes> inline_data{};
+
+  // Everything but the SGE and inline arrays back to its initial value.
+  void ResetHeader() {
+    state = DescriptorState::kFree;
+    control = WqeControl{};
+    remote = WqeRemote{};
+    total_length = 0;
+    packet_count = 0;
+    first_psn = Psn{};
+    last_psn = Psn{};
+    response_bytes = 0;
+    syndrome = CompletionSyndrome::kSuccess;
+  }
 };
 
 inline constexpr std::uint32_t kStagedPackets = 64;     // packets a QP may hold between payload DMA and wire
@@ -116,8 +129,19 @@ struct ResponderState {
 struct CompleterState {
   std::uint32_t retries_left = 0;
   std::uint32_t rnr_retries_left = 0;
-  std::uint64_t timer_generation = 0;  // stale timer events compare against this
+  std::uint64_t timer_generation = 0;  // bumped when the timer is cancelled; stale events compare
   bool timer_armed = false;
+  // A restart only moves the deadline: at most one timer event per QP is in the event queue, and
+  // when it fires early it goes back to sleep until the deadline.
+  TimePoint timer_deadline{};
+  bool timer_event_pending = false;
+
+  // Stops the ACK timer; an event still queued for it will find itself stale.
+  void CancelTimer() {
+    ++timer_generation;
+    timer_armed = false;
+    timer_event_pending = false;
+  }
   bool rnr_wait = false;
 };
 

@@ -340,8 +340,7 @@ void Nic::EnterQpError(QpContext& qp, QpErrorCause cause) {
   NDKSIM_TRACE(tracer_, events_.Now(), id_, Completer, "qp {} enters error (cause {})", qp.qpn.value,
                static_cast<int>(cause));
   requester_->Abort(qp);
-  ++qp.completer.timer_generation;
-  qp.completer.timer_armed = false;
+  qp.completer.CancelTimer();
   if (cause == QpErrorCause::kLocal && was_connected) {
     // Tell the peer so its QP flushes too (the iWARP TERMINATE / IB disconnect of real stacks).
     std::uint32_t id;

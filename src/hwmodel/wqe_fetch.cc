@@ -99,7 +99,9 @@ void WqeFetch::Accept(QpContext& qp, std::uint32_t first_block, std::uint32_t co
     const std::byte* wqe = ring.SlotAt(first_block + i * stride).bytes.data();
     WqeDescriptor& d = qp.Descriptor(r.tail);
     NDKSIM_CHECK(d.state == DescriptorState::kFree);
-    d = WqeDescriptor{};
+    // Only the header fields are reset: the SGE and inline arrays (2 KiB) are read no further than
+    // the counts written below.
+    d.ResetHeader();
     std::memcpy(&d.control, wqe, sizeof(WqeControl));
     std::memcpy(&d.remote, wqe + kWqeSegmentBytes, sizeof(WqeRemote));
     const std::byte* segments = wqe + kSendWqeHeaderSegments * kWqeSegmentBytes;
