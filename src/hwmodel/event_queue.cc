@@ -7,7 +7,6 @@ namespace ndksim::hw {
 
 EventQueue::EventQueue() {
   heap_.reserve(4096);
-  callbacks_.reserve(4096);
   free_slots_.reserve(4096);
 }
 
@@ -22,7 +21,9 @@ void EventQueue::Schedule(TimePoint when, EventPriority priority, EventCallback 
     slot = static_cast<std::uint32_t>(callbacks_.size());
     callbacks_.push_back(std::move(fn));
   }
-  heap_.push_back(Entry{when, priority, next_sequence_++, slot});
+  // Sequence numbers stay below 2^56 (years of simulation at billions of events per second).
+  const std::uint64_t order = (static_cast<std::uint64_t>(priority) << kPriorityShift) | next_sequence_++;
+  heap_.push_back(Entry{when, order, slot});
   std::push_heap(heap_.begin(), heap_.end(), Later);
 }
 
@@ -32,11 +33,13 @@ void EventQueue::RunOne() {
   const Entry e = heap_.back();
   heap_.pop_back();
   now_ = e.when;
-  // Move the callback out first: running it may schedule events that reuse or grow the slab.
-  EventCallback fn = std::move(callbacks_[e.slot]);
-  free_slots_.push_back(e.slot);
   ++events_run_;
+  // Run in place: events it schedules take other slots (this one is not free yet), and growing
+  // the deque does not move it.
+  EventCallback& fn = callbacks_[e.slot];
   fn();
+  fn.Reset();
+  free_slots_.push_back(e.slot);
 }
 
 void EventQueue::AdvanceTo(TimePoint t) {

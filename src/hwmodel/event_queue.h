@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <functional>
 #include <cstdlib>
+#include <deque>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -117,22 +118,23 @@ class EventQueue {
  private:
   struct Entry {
     TimePoint when;
-    EventPriority priority;
-    std::uint64_t sequence;
-    std::uint32_t slot;  // index into callbacks_
+    std::uint64_t order;  // priority in the top byte, then the sequence number
+    std::uint32_t slot;   // index into callbacks_
   };
+  static constexpr int kPriorityShift = 56;
   // std::push_heap builds a max-heap; "greater" puts the earliest entry at the front.
   static bool Later(const Entry& a, const Entry& b) {
     if (a.when != b.when) return a.when > b.when;
-    if (a.priority != b.priority) return a.priority > b.priority;
-    return a.sequence > b.sequence;
+    return a.order > b.order;
   }
 
   TimePoint now_{};
   std::uint64_t next_sequence_ = 0;
   std::uint64_t events_run_ = 0;
   std::vector<Entry> heap_;
-  std::vector<EventCallback> callbacks_;  // slab; free slots listed in free_slots_
+  // Slab of callbacks; free slots listed in free_slots_. A deque: growing it while a callback runs
+  // in place does not move the callback.
+  std::deque<EventCallback> callbacks_;
   std::vector<std::uint32_t> free_slots_;
 };
 
