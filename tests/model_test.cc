@@ -172,6 +172,47 @@ TEST(ProcessingUnitsTest, QpsOnDifferentUnitsRunInParallel) {
   EXPECT_EQ(units.Run(Qpn{2}, Cycles{100}, TimePoint{}), TimePoint{Nanoseconds(100)});
 }
 
+// ---- wait lists and timers: the cost of waiting does not grow with the waiters ----
+
+TEST(WaitListTest, WakesOneWaiterPerHandOverInArrivalOrder) {
+  EventQueue events;
+  TimePoint free_at{Nanoseconds(10)};
+  std::vector<std::uint32_t> woken;
+  WaitList list(
+      events, [&] { return free_at; },
+      [&](std::uint32_t id) {
+        woken.push_back(id);
+        free_at = events.Now() + Nanoseconds(10);  // each waiter holds the resource for 10 ns
+      });
+  for (std::uint32_t id : {7u, 3u, 5u}) list.Add(id);
+  EXPECT_EQ(events.Pending(), 1u);  // one event for three waiters
+  while (!events.Empty()) events.RunOne();
+  EXPECT_EQ(woken, (std::vector<std::uint32_t>{7, 3, 5}));
+  EXPECT_EQ(events.Now(), TimePoint{Nanoseconds(30)});
+  EXPECT_EQ(events.EventsRun(), 3u);
+}
+
+TEST(AckTimer, OneTimerEventPerQpWhateverTheNumberOfAcks) {
+  TwoNodeRig rig(profiles::kConnectX100GbeRoce);
+  std::vector<std::uint8_t> src(8), dst(8);
+  const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, src.data(), src.size(), 0);
+  const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, dst.data(), dst.size(), access::kRemoteWrite | access::kLocalWrite);
+  for (int i = 0; i < 40; ++i) {
+    rig.qp_a->Post(WqeOpcode::kWrite, {testing::Sge(src.data(), 8, lkey)}, reinterpret_cast<std::uint64_t>(dst.data()),
+                   rkey.value, wqe_flag::kSignaled, /*defer=*/i != 39);
+  }
+  int completions = 0;
+  Cqe cqe;
+  while (completions < 40) {
+    rig.a->DrainDoorbells();
+    ASSERT_FALSE(rig.events.Empty());
+    rig.events.RunOne();
+    while (rig.cq_a->Poll(&cqe)) ++completions;
+  }
+  // 40 ACKs restarted the timer 40 times; only its one event (not yet due) is left.
+  EXPECT_EQ(rig.events.Pending(), 1u);
+}
+
 // ---- port ----
 
 TEST(PortHeaders, RoceAddsRethAethAndIeth) {
