@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Installs ndksim into a scratch prefix and builds a tiny consumer with find_package(ndksim).
+# Installs ndksim into a scratch prefix, runs the installed ndksim-perf, and builds a tiny consumer
+# with find_package(ndksim).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=$(scripts/build.sh | tail -n 1)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$dir" --prefix "$work/prefix" >/dev/null
+"$work/prefix/bin/ndksim-perf" --op send --size 32 --iters 10 --no-progress | grep -q "^ *32 " ||
+  { echo "installed ndksim-perf did not print a row for 32 B" >&2; exit 1; }
+echo "installed ndksim-perf: ok"
 mkdir -p "$work/consumer"
 cat > "$work/consumer/CMakeLists.txt" <<'CMAKE'
 cmake_minimum_required(VERSION 3.25)

@@ -129,15 +129,131 @@ class ConfigurationError : public std::invalid_argument {
 // Validates and throws ConfigurationError listing every bad field.
 void ValidateOrThrow(const HardwareProfile& p);
 
+// The presets. Each number says where it comes from; docs/model.md says which were fitted.
 namespace profiles {
 
+namespace detail {
+// Limits shared by the presets: what a current 100 GbE RNIC reports through NDK_ADAPTER_INFO.
+constexpr HardwareProfile WithRnicLimits(HardwareProfile p) {
+  p.max_registration_bytes = std::uint64_t{1} << 40;
+  p.max_window_bytes = std::uint64_t{1} << 40;
+  p.frmr_page_count = 256;
+  p.max_initiator_sge = 30;
+  p.max_receive_sge = 30;
+  p.max_read_sge = 30;
+  p.max_transfer_bytes = 1u << 30;
+  p.max_inline_bytes = 256;
+  p.max_inbound_read_limit = 16;
+  p.max_outbound_read_limit = 16;
+  p.max_receive_queue_depth = 16384;
+  p.max_initiator_queue_depth = 16384;
+  p.max_srq_depth = 32768;
+  p.max_cq_depth = 1u << 20;
+  p.large_request_threshold = 8192;
+  p.max_caller_data = 56;
+  p.max_callee_data = 148;
+  p.max_qps = 1u << 17;
+  p.max_cqs = 1u << 16;
+  p.max_mrs = 1u << 20;
+  return p;
+}
+
+constexpr HardwareProfile MakeConnectX() {
+  HardwareProfile p;
+  p.name = "connectx-100g-roce";
+  p.transport = Transport::kRoCEv2;
+  p.remote_access_error = RemoteAccessErrorStatus::kAccessViolation;
+  p.vendor_id = 0x02c9;   // Mellanox/NVIDIA
+  p.device_id = 0x1017;   // ConnectX-5
+  // PCIe Gen3 x16. A 64 B read: 24 B request TLP + 538 ns + 84 B completion = 546 ns (pcie-bench).
+  p.pcie_mmio_write_latency = Nanoseconds(200);
+  p.pcie_dma_read_latency = Nanoseconds(538);
+  p.pcie_dma_write_latency = Nanoseconds(200);
+  p.pcie_bandwidth = MegabitsPerSecond(113'700);  // Gen3 x16 usable TLP bandwidth (pcie-bench)
+  p.pcie_max_payload_bytes = 256;
+  p.pcie_max_read_request_bytes = 512;
+  p.pcie_read_tags = 32;        // 32 x 512 B in flight covers the link's bandwidth-delay product
+  p.wqe_by_mmio_bytes = 256;    // mlx5 BlueFlame: a 256 B write-combining buffer per doorbell page
+  p.nic_clock = ClockDomain(1000);
+  p.processing_units = 16;
+  // Fitted: a single QP posting 8 B inline writes in lists of 128 reaches ~7.5 Mpps (perftest
+  // issue 273), i.e. ~132 cycles per WQE, and a doorbell per 2 KiB write still fills the wire.
+  p.doorbell_processing = Cycles{30};
+  p.wqe_processing = Cycles{132};
+  // Fitted: ib_read_bw on one QP is flat at ~2.5 Mpps for 2-128 B (openucx/ucx issue 8851).
+  p.read_response_processing = Cycles{400};
+  p.packet_processing = Cycles{40};
+  p.qp_transmit_buffer_bytes = 64 * 1024;
+  p.link_rate = GigabitsPerSecond(100);
+  // Fitted with the stages above to the 0.83 us one-way latency of a 32 B send (Potter): MAC,
+  // PCS and RS-FEC on each side.
+  p.port_transmit_latency = Nanoseconds(100);
+  p.port_receive_latency = Nanoseconds(95);
+  p.propagation_delay = Nanoseconds(5);  // 1 m of cable
+  p.switch_latency = Nanoseconds(300);
+  p.mtu_bytes = 4096;
+  // preamble+SFD 8, IFG 12, Ethernet 14, FCS 4, IPv4 20, UDP 8, BTH 12, ICRC 4
+  p.packet_overhead_bytes = 82;
+  p.ack_turnaround = Nanoseconds(20);
+  p.ack_timeout = Microseconds(500);
+  p.retry_count = 7;
+  p.rnr_delay = Microseconds(10);
+  p.rnr_retry_count = 7;
+  p.management_latency = Microseconds(20);
+  return WithRnicLimits(p);
+}
+
+constexpr HardwareProfile MakeIWarp() {
+  HardwareProfile p = MakeConnectX();
+  p.name = "iwarp";
+  p.transport = Transport::kIWarp;
+  p.vendor_id = 0x1425;  // Chelsio
+  p.device_id = 0x6408;  // T6
+  // An iWARP responder reports a bad STag or range with a TERMINATE carrying a remote operation
+  // error; the initiator sees the request fail at the remote end (ref §4.7, NdkRead page).
+  p.remote_access_error = RemoteAccessErrorStatus::kRemoteResources;
+  p.read_sink_required = true;       // ref §1.7: the read sink is an STag the peer writes into
+  p.read_local_invalidate = false;
+  // preamble+SFD 8, IFG 12, Ethernet 14, FCS 4, IPv4 20, TCP 20 + timestamps 12, MPA 2 + CRC 4,
+  // DDP/RDMAP tagged header 14
+  p.packet_overhead_bytes = 110;
+  // TCP, MPA marker/CRC and DDP checks in the offload engine's receive pipeline. Not calibrated:
+  // it keeps a 32 B send just under a microsecond, as Chelsio's T6 "sub-us" claim has it.
+  p.packet_processing = Cycles{100};
+  return p;
+}
+
+constexpr HardwareProfile MakeFunctional() {
+  HardwareProfile p = MakeConnectX();
+  p.name = "functional";
+  p.pcie_mmio_write_latency = Duration::zero();
+  p.pcie_dma_read_latency = Duration::zero();
+  p.pcie_dma_write_latency = Duration::zero();
+  p.pcie_bandwidth = BitRate{0};
+  p.processing_units = 1;
+  p.doorbell_processing = Cycles{0};
+  p.wqe_processing = Cycles{0};
+  p.read_response_processing = Cycles{0};
+  p.packet_processing = Cycles{0};
+  p.link_rate = BitRate{0};
+  p.port_transmit_latency = Duration::zero();
+  p.port_receive_latency = Duration::zero();
+  p.ack_turnaround = Duration::zero();
+  p.propagation_delay = Duration::zero();
+  p.switch_latency = Duration::zero();
+  p.rnr_delay = Nanoseconds(1);
+  p.management_latency = Duration::zero();
+  return p;
+}
+}  // namespace detail
+
 // A ConnectX-class 100 GbE RoCEv2 RNIC on PCIe Gen3 x16 (the default).
-extern const HardwareProfile kConnectX100GbeRoce;
+inline constexpr HardwareProfile kConnectX100GbeRoce = detail::MakeConnectX();
 // An iWARP personality of the same NIC: read sinks need the READ_SINK right (ref §1.7) and
 // reads cannot invalidate locally.
-extern const HardwareProfile kIWarp;
+inline constexpr HardwareProfile kIWarp = detail::MakeIWarp();
 // Zero-delay functional model: every block completes at once; for fast unit tests.
-extern const HardwareProfile kFunctional;
+inline constexpr HardwareProfile kFunctional = detail::MakeFunctional();
 
 }  // namespace profiles
 

@@ -40,7 +40,6 @@ class Workload {
     if (c.qps < 1 || c.window < 1 || c.post_list < 1 || c.signal_every < 1 || c.post_list > c.window) {
       throw std::invalid_argument("workload: qps, window, post list and signal ratio must be positive, post list <= window");
     }
-    if (c.op == Operation::kSend && c.qps > 1) throw std::invalid_argument("workload: send supports one QP");
     QpPairConfig p;
     p.fabric = c.fabric;
     p.initiator_queue_depth = static_cast<ULONG>(c.window + 1);
@@ -69,6 +68,8 @@ class Workload {
   QpPair& pair() { return *pair_; }
   // The initiating side's QPs (node "a"), in the order streams use them.
   const std::vector<NDK_QP*>& Initiators() const { return qa_; }
+  // Their peers on node "b", in the same order.
+  const std::vector<NDK_QP*>& Responders() const { return qb_; }
 
   // One message in flight, `iterations` times; one-way latency samples in simulated nanoseconds.
   // Send and write ping-pong (half the round trip, as perftest reports); read is post to
@@ -102,12 +103,11 @@ class Workload {
     const NDK_SGE local = c_.op == Operation::kRead ? a_rx_->Sge(0, c_.bytes) : a_buf_->Sge(0, c_.bytes);
     const NDK_SGE remote_rx = b_buf_->Sge(0, c_.bytes);
     const ULONG nsge = c_.bytes ? 1u : 0u;
-    // Sends need receives: keep every receive queue of b full, re-posting as they complete.
+    // Sends need receives: keep every receive queue of b full, re-posting as they complete. A
+    // receive's RequestContext names its QP, so its completion says which queue to refill.
     if (c_.op == Operation::kSend) {
-      for (NDK_QP* q : qb_) {
-        for (std::size_t k = 0; k < std::max<std::size_t>(c_.window, 16); ++k) {
-          Check("NdkReceive", q->Dispatch->NdkReceive(q, nullptr, &remote_rx, nsge));
-        }
+      for (std::size_t q = 0; q < nqp; ++q) {
+        for (std::size_t k = 0; k < std::max<std::size_t>(c_.window, 16); ++k) PostStreamReceive(q, remote_rx, nsge);
       }
     }
     std::size_t posted = 0;
@@ -195,16 +195,18 @@ class Workload {
     }
   }
 
+  void PostStreamReceive(std::size_t q, const NDK_SGE& remote_rx, ULONG nsge) {
+    Check("NdkReceive", qb_[q]->Dispatch->NdkReceive(qb_[q], Tag(q, 1), &remote_rx, nsge));
+  }
+
   void ReplenishReceives(const NDK_SGE& remote_rx, ULONG nsge) {
     NDK_RESULT rx[64];
     ULONG n;
     NDK_CQ* cq = pair_->b().receive_cq;
     while ((n = cq->Dispatch->NdkGetCqResults(cq, rx, 64)) > 0) {
-      // Every QP's QPContext is the side's QpEnd, so the QP a receive came from is not known:
-      // receives are re-posted round robin, which keeps every queue's count.
       for (ULONG i = 0; i < n; ++i) {
-        NDK_QP* q = qb_[(rx_cursor_++) % qb_.size()];
-        Check("NdkReceive", q->Dispatch->NdkReceive(q, nullptr, &remote_rx, nsge));
+        Check("stream receive", rx[i].Status);
+        PostStreamReceive(TagQp(rx[i].RequestContext), remote_rx, nsge);
       }
     }
   }
@@ -281,7 +283,6 @@ class Workload {
   std::unique_ptr<RegisteredBuffer> a_buf_;
   std::unique_ptr<RegisteredBuffer> b_buf_;
   std::unique_ptr<RegisteredBuffer> a_rx_;
-  std::size_t rx_cursor_ = 0;
 };
 
 }  // namespace ndksim
