@@ -12,7 +12,7 @@ namespace ndksim {
 // node's counters.
 struct QpCounters {
   std::uint64_t doorbells = 0;          // send-queue doorbells that reached the NIC
-  std::uint64_t mmio_writes = 0;        // doorbell MMIO writes (with the WQE when written through)
+  std::uint64_t mmio_writes = 0;        // send-queue doorbell MMIO writes (with the WQE when written through)
   std::uint64_t mmio_write_bytes = 0;
   std::uint64_t wqes_fetched = 0;       // WQEs read from the host ring by DMA
   std::uint64_t wqes_by_mmio = 0;       // WQEs that arrived with their doorbell, not fetched
@@ -26,13 +26,14 @@ struct QpCounters {
   std::uint64_t bytes_sent = 0;         // payload bytes
   std::uint64_t bytes_received = 0;     // payload bytes
   std::uint64_t fence_stalls = 0;
-  std::uint64_t completions = 0;        // CQEs written for this QP (send and receive side)
+  std::uint64_t completions = 0;        // CQEs of this QP written to host memory (send and receive side)
   std::uint64_t retransmissions = 0;
 };
 
+// The whole NIC. Doorbells and MMIO writes include receive-queue and CQ-arm doorbells, which no
+// QP's counters hold.
 struct NicCounters {
   std::uint64_t doorbells = 0;
-  std::uint64_t doorbells_dropped = 0;
   std::uint64_t mmio_writes = 0;
   std::uint64_t mmio_write_bytes = 0;
   std::uint64_t wqes_fetched = 0;

@@ -64,17 +64,19 @@ void Completer::OnAcknowledge(QpContext& qp, const Packet& p) {
       qp.completer.CancelTimer();  // the ACK timer pauses while waiting out the RNR delay
       const Qpn qpn = qp.qpn;
       const std::uint64_t generation = qp.completer.timer_generation;
+      const Psn psn = p.psn;
       events_.ScheduleAfter(nic_.Profile().rnr_delay, EventPriority::kTimer,
-                            [this, qpn, generation, counter] { OnRnrDelayOver(qpn, generation, counter); });
+                            [this, qpn, generation, counter, psn] { OnRnrDelayOver(qpn, generation, counter, psn); });
       return;
     }
     case AckSyndrome::kPsnSequenceError: {
+      // The responder expects p.psn: everything before it arrived; resend from there.
       std::uint32_t counter;
       if (!FindByPsn(qp, p.psn, &counter)) return;
       AcknowledgeUpTo(qp, p.psn + Psn::kMask);
       ++nic_.MutableCounters().retransmissions;
       ++qp.counters.retransmissions;
-      nic_.Req().Rewind(qp, counter);
+      nic_.Req().Rewind(qp, counter, p.psn);
       return;
     }
     default: {
@@ -87,46 +89,59 @@ void Completer::OnAcknowledge(QpContext& qp, const Packet& p) {
   }
 }
 
-void Completer::OnRnrDelayOver(Qpn qpn, std::uint64_t generation, std::uint32_t counter) {
+void Completer::OnRnrDelayOver(Qpn qpn, std::uint64_t generation, std::uint32_t counter, Psn psn) {
   QpContext* qp = nic_.FindQp(qpn);
   if (qp == nullptr || qp->state != QpState::kReadyToSend || qp->completer.timer_generation != generation) return;
   qp->completer.rnr_wait = false;
   ++nic_.MutableCounters().retransmissions;
   ++qp->counters.retransmissions;
-  nic_.Req().Rewind(*qp, counter);
+  nic_.Req().Rewind(*qp, counter, psn);
 }
 
 void Completer::OnReadResponse(QpContext& qp, std::uint32_t packet_id) {
   PacketPool& pool = nic_.GetPort().Pool();
   const Packet& p = pool.Get(packet_id);
   std::uint32_t counter;
-  if (!FindByPsn(qp, p.psn, &counter) || !IsRead(qp.Descriptor(counter)) ||
-      qp.Descriptor(counter).state != DescriptorState::kAwaitingAck) {
-    pool.Release(packet_id);  // duplicate or stale response
+  if (!FindByPsn(qp, p.psn, &counter) || !IsRead(qp.Descriptor(counter))) {
+    pool.Release(packet_id);  // stale: its read is complete, flushed or being resent
+    return;
+  }
+  WqeDescriptor& d = qp.Descriptor(counter);
+  // Responses are taken strictly in PSN order. An earlier one again is a duplicate (a resent read
+  // was answered twice); a later one means one was lost, and it is dropped too: the ACK timer
+  // then resends the read from the first response missing.
+  if (p.psn != d.first_psn + d.responses_received) {
+    pool.Release(packet_id);
     return;
   }
   // A read response implicitly acknowledges every request before the read.
-  AcknowledgeUpTo(qp, qp.Descriptor(counter).first_psn + Psn::kMask);
-  WqeDescriptor& d = qp.Descriptor(counter);
-  const auto index = static_cast<std::uint32_t>(Psn::Diff(p.psn, d.first_psn));
-  const std::uint64_t offset = std::uint64_t{index} * nic_.Profile().mtu_bytes;
+  AcknowledgeUpTo(qp, d.first_psn + Psn::kMask);
+  const std::uint64_t offset = std::uint64_t{d.responses_received} * nic_.Profile().mtu_bytes;
   const auto length = static_cast<std::uint32_t>(p.payload.size());
-  const bool last = Traits(p.opcode).last;
+  const bool last = ++d.responses_received == d.packet_count;
   d.response_bytes += length;
-  if (last) RestartTimer(qp);
+  NoteProgress(qp, p.psn);
+  if (last) {
+    NDKSIM_CHECK(d.response_bytes == d.total_length);
+    d.state = DescriptorState::kPlacing;  // no longer resent; completes when its data has landed
+    RestartTimer(qp);
+  }
   const Qpn qpn = qp.qpn;
-  const std::uint64_t generation = qp.requester.generation;
-  nic_.Pcie().DmaWrite(length, [this, qpn, counter, offset, packet_id, last, generation] {
+  const std::uint32_t wqe = d.control.wqe_counter;
+  // A placement once issued lands: data already on its way to host memory cannot be recalled.
+  nic_.Pcie().DmaWrite(length, [this, qpn, counter, wqe, offset, packet_id, last] {
     PacketPool& pkt_pool = nic_.GetPort().Pool();
     QpContext* q = nic_.FindQp(qpn);
-    if (q == nullptr || q->state != QpState::kReadyToSend || q->requester.generation != generation) {
+    WqeDescriptor* rd = q != nullptr ? &q->Descriptor(counter) : nullptr;
+    // A read flushed meanwhile (the QP entered the error state) has no target any more.
+    if (rd == nullptr || rd->control.wqe_counter != wqe || rd->state == DescriptorState::kFree ||
+        rd->state == DescriptorState::kCompleted) {
       pkt_pool.Release(packet_id);
       return;
     }
-    WqeDescriptor& rd = q->Descriptor(counter);
     const Packet& pkt = pkt_pool.Get(packet_id);
     // ref §3.3: read sinks need the read-sink right where the profile requires it.
-    const bool placed = ScatterSges(nic_.Tpt(), q->pd, {rd.sges.data(), rd.control.sge_count}, offset,
+    const bool placed = ScatterSges(nic_.Tpt(), q->pd, {rd->sges.data(), rd->control.sge_count}, offset,
                                     pkt.payload.data(), pkt.payload.size(), access::kLocalWrite | access::kReadSink);
     pkt_pool.Release(packet_id);
     if (!placed) {
@@ -136,36 +151,43 @@ void Completer::OnReadResponse(QpContext& qp, std::uint32_t packet_id) {
     }
     if (!last) return;
     if (nic_.Trace().Requests().Enabled()) {
-      nic_.Trace().Requests().Mark(nic_.Id(), qpn.value, rd.control.wqe_counter, RequestStage::kLastBytePlaced,
-                                   events_.Now());
+      nic_.Trace().Requests().Mark(nic_.Id(), qpn.value, wqe, RequestStage::kLastBytePlaced, events_.Now());
     }
-    if ((rd.control.flags & wqe_flag::kReadLocalInvalidate) && rd.control.sge_count > 0) {
+    if ((rd->control.flags & wqe_flag::kReadLocalInvalidate) && rd->control.sge_count > 0) {
       // ref §1.4: a successful read invalidates the token of its first local SGE. A token that
       // cannot be invalidated (an NdkRegisterMr region) is left alone.
-      (void)nic_.Tpt().Invalidate(MemoryKey{rd.sges[0].local_key}, q->pd);
+      (void)nic_.Tpt().Invalidate(MemoryKey{rd->sges[0].local_key}, q->pd);
     }
-    rd.state = DescriptorState::kCompleted;
+    rd->state = DescriptorState::kCompleted;
     nic_.Req().OnReadRetired(*q);
     Retire(*q);
   }, &qp.counters);
 }
 
+void Completer::NoteProgress(QpContext& qp, Psn psn) {
+  CompleterState& c = qp.completer;
+  if (!c.acknowledged.Before(psn)) return;
+  // The peer has taken something new: the retry budgets start again and so does the ACK timer,
+  // even when no whole request has been acknowledged yet (a long message in progress).
+  c.acknowledged = psn;
+  c.retries_left = nic_.Profile().retry_count;
+  c.rnr_retries_left = nic_.Profile().rnr_retry_count;
+  RestartTimer(qp);
+}
+
 void Completer::AcknowledgeUpTo(QpContext& qp, Psn psn) {
+  NoteProgress(qp, psn);
   RequesterState& r = qp.requester;
-  bool progress = false;
+  bool completed = false;
   for (std::uint32_t c = r.head; c != r.next_exec; ++c) {
     WqeDescriptor& d = qp.Descriptor(c);
-    if (d.state == DescriptorState::kCompleted) continue;
+    if (d.state == DescriptorState::kCompleted || d.state == DescriptorState::kPlacing) continue;
     if (d.state != DescriptorState::kAwaitingAck || !d.last_psn.AtOrBefore(psn)) break;
     if (IsRead(d)) continue;  // reads finish only with their last response
     d.state = DescriptorState::kCompleted;
-    progress = true;
+    completed = true;
   }
-  if (!progress) return;
-  qp.completer.retries_left = nic_.Profile().retry_count;
-  qp.completer.rnr_retries_left = nic_.Profile().rnr_retry_count;
-  RestartTimer(qp);
-  Retire(qp);
+  if (completed) Retire(qp);
 }
 
 void Completer::Retire(QpContext& qp) {
@@ -195,7 +217,8 @@ void Completer::Retire(QpContext& qp) {
 
 void Completer::CompleteWithError(QpContext& qp, std::uint32_t counter, CompletionSyndrome syndrome) {
   WqeDescriptor& d = qp.Descriptor(counter);
-  if (d.state == DescriptorState::kAwaitingAck && IsRead(d) && qp.requester.outstanding_reads > 0) {
+  const bool read_out = d.state == DescriptorState::kAwaitingAck || d.state == DescriptorState::kPlacing;
+  if (read_out && IsRead(d) && qp.requester.outstanding_reads > 0) {
     --qp.requester.outstanding_reads;
   }
   d.state = DescriptorState::kCompleted;
@@ -274,7 +297,15 @@ void Completer::OnTimeout(Qpn qpn, std::uint64_t generation) {
   ++qp->counters.retransmissions;
   NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Completer, "qp {} ack timeout, resend from wqe {}",
                qpn.value, oldest);
-  nic_.Req().Rewind(*qp, oldest);
+  nic_.Req().Rewind(*qp, oldest, ResendPoint(*qp, oldest));
+}
+
+Psn Completer::ResendPoint(const QpContext& qp, std::uint32_t counter) const {
+  const WqeDescriptor& d = qp.requester.descriptors[counter % kDescriptorSlots];
+  if (IsRead(d)) return d.first_psn + d.responses_received;
+  // Packets up to the newest acknowledged PSN arrived; those of this WQE are not sent again.
+  const Psn next = qp.completer.acknowledged + 1;
+  return next.Before(d.first_psn) || d.last_psn.Before(next) ? d.first_psn : next;
 }
 
 bool Completer::FindByPsn(QpContext& qp, Psn psn, std::uint32_t* counter) {

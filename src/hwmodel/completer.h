@@ -34,12 +34,18 @@ class Completer {
  private:
   void OnAcknowledge(QpContext& qp, const Packet& p);
   void OnReadResponse(QpContext& qp, std::uint32_t packet_id);
+  // Everything up to `psn` is acknowledged: completes the sends and writes it covers.
   void AcknowledgeUpTo(QpContext& qp, Psn psn);
+  // The peer has taken everything up to `psn`; if that is new, the retry counts and the ACK
+  // timer start again.
+  void NoteProgress(QpContext& qp, Psn psn);
+  // Where go-back-N resumes for the oldest unacknowledged WQE `counter`.
+  Psn ResendPoint(const QpContext& qp, std::uint32_t counter) const;
   void Retire(QpContext& qp);
   void RestartTimer(QpContext& qp);
   void ScheduleTimer(QpContext& qp);
   void OnTimeout(Qpn qpn, std::uint64_t generation);
-  void OnRnrDelayOver(Qpn qpn, std::uint64_t generation, std::uint32_t counter);
+  void OnRnrDelayOver(Qpn qpn, std::uint64_t generation, std::uint32_t counter, Psn psn);
   // WQE whose PSN range holds `psn`, or false.
   bool FindByPsn(QpContext& qp, Psn psn, std::uint32_t* counter);
   bool OldestAwaiting(QpContext& qp, std::uint32_t* counter);

@@ -12,7 +12,6 @@ void CompletionEngine::Post(CqNumber cq, const CompletionRecord& record) {
   if (c == nullptr || c->dead) return;  // a dead CQ reports nothing more (ref §3.13)
   ++c->in_flight;
   QpContext* qp = nic_.FindQp(Qpn{record.qpn});
-  if (qp != nullptr) ++qp->counters.completions;
   nic_.Pcie().DmaWrite(sizeof(Cqe), [this, cq, record] { Land(cq, record); }, qp != nullptr ? &qp->counters : nullptr);
 }
 
@@ -56,6 +55,7 @@ void CompletionEngine::Land(CqNumber number, const CompletionRecord& record) {
   e.owner.store(OwnerParity(index, m.entry_count), std::memory_order_release);
   ++cq->producer_index;
   ++nic_.MutableCounters().cqes_written;
+  if (QpContext* qp = nic_.FindQp(Qpn{record.qpn}); qp != nullptr) ++qp->counters.completions;
   if (nic_.Trace().Requests().Enabled() && !(record.flags & cqe_flag::kReceive)) {
     nic_.Trace().Requests().Mark(nic_.Id(), record.qpn, record.wqe_counter, RequestStage::kCqeWritten, events_.Now());
   }

@@ -18,9 +18,11 @@ inline constexpr std::uint32_t kMaxInlineBytes = 1024; // inline payload a WQE m
 inline constexpr std::uint32_t kDescriptorSlots = 64;  // WQE descriptors a QP may hold on the NIC
 
 // Life cycle of a send WQE on the NIC. Fetched -> Executing -> AwaitingAck -> Completed -> (freed)
-// in order for one WQE; across WQEs of one QP, completion may be reached out of order (an ACK and
-// a read response race) but retirement is strictly in posting order.
-enum class DescriptorState : std::uint8_t { kFree, kFetched, kExecuting, kAwaitingAck, kCompleted };
+// in order for one WQE; a read passes through Placing (every response received, the last one's
+// data still on its way to host memory) between AwaitingAck and Completed. A rewind takes an
+// AwaitingAck or Executing WQE back to Fetched. Across WQEs of one QP, completion may be reached
+// out of order (an ACK and a read response race) but retirement is strictly in posting order.
+enum class DescriptorState : std::uint8_t { kFree, kFetched, kExecuting, kAwaitingAck, kPlacing, kCompleted };
 
 struct WqeDescriptor {
   DescriptorState state = DescriptorState::kFree;
@@ -30,6 +32,8 @@ struct WqeDescriptor {
   std::uint32_t packet_count = 0;  // packets (sends, writes) or response packets (reads)
   Psn first_psn;
   Psn last_psn;                    // PSN of the last packet (reads: of the last response)
+  // Reads: response packets received in order so far. A resent read asks only for the rest.
+  std::uint32_t responses_received = 0;
   std::uint32_t response_bytes = 0;
   CompletionSyndrome syndrome = CompletionSyndrome::kSuccess;
   std::array<WqeDataSegment, kMaxSge> sges{};
@@ -44,6 +48,7 @@ struct WqeDescriptor {
     packet_count = 0;
     first_psn = Psn{};
     last_psn = Psn{};
+    responses_received = 0;
     response_bytes = 0;
     syndrome = CompletionSyndrome::kSuccess;
   }
@@ -51,6 +56,10 @@ struct WqeDescriptor {
 
 inline constexpr std::uint32_t kStagedPackets = 64;     // packets a QP may hold between payload DMA and wire
 inline constexpr std::uint32_t kMaxWqesAhead = 8;       // WQEs the processing unit may run ahead of segmentation
+// The requester asks for an acknowledgement (the BTH AckReq bit) on the last packet of every
+// message and on every this many packets inside a long one, so a long message shows progress and
+// its ACK timer does not expire while it is still being sent.
+inline constexpr std::uint32_t kAckRequestInterval = 16;
 
 // A packet the requester has built and whose payload is being read (or has been read) from host
 // memory, waiting for its turn on the wire. Packets of one QP leave in PSN order.
@@ -66,7 +75,8 @@ struct StagedPacket {
 // processing unit (checks, PSN assignment) and the segmenter (packets, payload DMA, staging);
 // staged packets are transmitted in order as their payload arrives.
 struct RequesterState {
-  std::uint32_t doorbell_index = 0;   // send-queue producer index (blocks) from the last doorbell
+  std::uint32_t doorbell_index = 0;   // send-queue producer index (blocks) of the last doorbell handled
+  std::uint32_t doorbell_arrived = 0; // ... and of the last doorbell that reached the NIC
   std::uint32_t fetched_blocks = 0;   // blocks fetched so far
   bool fetch_in_flight = false;
   // Descriptors are addressed by WQE counter modulo kDescriptorSlots.
@@ -127,6 +137,7 @@ struct ResponderState {
 
 // Completer part of a QP context.
 struct CompleterState {
+  Psn acknowledged;                    // newest PSN the peer has acknowledged (explicitly or not)
   std::uint32_t retries_left = 0;
   std::uint32_t rnr_retries_left = 0;
   std::uint64_t timer_generation = 0;  // bumped when the timer is cancelled; stale events compare

@@ -32,27 +32,29 @@ void DoorbellUnit::OnArrival(const Doorbell& doorbell) {
       QpContext* qp = nic_.FindQp(Qpn{doorbell.object});
       if (qp == nullptr) return;  // a doorbell for a destroyed QP is ignored, as hardware does
       // Indices are free-running; a late doorbell never moves the register backwards.
-      const auto ahead = static_cast<std::int32_t>(doorbell.index - qp->requester.doorbell_index);
-      if (ahead > 0) {
+      RequesterState& r = qp->requester;
+      if (static_cast<std::int32_t>(doorbell.index - r.doorbell_arrived) > 0) {
         RequestLog& log = nic_.Trace().Requests();
         if (log.Enabled()) {
           const std::uint32_t stride = qp->send_queue.stride_blocks;
-          for (std::uint32_t b = qp->requester.doorbell_index; b != doorbell.index; b += stride) {
+          for (std::uint32_t b = r.doorbell_arrived; b != doorbell.index; b += stride) {
             log.Mark(nic_.Id(), qp->qpn.value, b / stride, RequestStage::kDoorbell, events_.Now());
           }
         }
-        qp->requester.doorbell_index = doorbell.index;
+        r.doorbell_arrived = doorbell.index;
       }
-      // The QP's processing unit handles the doorbell (context lookup, scheduling) before the
-      // WQEs it covers can be fetched.
+      // The QP's processing unit handles the doorbell (context lookup, scheduling); only then does
+      // the register take the new index and WQE fetch see the WQEs it covers.
       const Qpn qpn = qp->qpn;
       const TimePoint handled = nic_.Units().Run(qpn, nic_.Profile().doorbell_processing, events_.Now());
-      const bool carries_wqe = doorbell.wqe_bytes > 0 && ahead > 0;
       const std::uint32_t index = doorbell.index;
-      events_.Schedule(handled, EventPriority::kDevice, [this, qpn, carries_wqe, index] {
+      const bool has_wqe = doorbell.wqe_bytes > 0;
+      events_.Schedule(handled, EventPriority::kDevice, [this, qpn, has_wqe, index] {
         QpContext* q = nic_.FindQp(qpn);
         if (q == nullptr) return;
-        if (carries_wqe && nic_.Fetch().TakeFromDoorbell(*q, index)) return;
+        const bool ahead = static_cast<std::int32_t>(index - q->requester.doorbell_index) > 0;
+        if (ahead) q->requester.doorbell_index = index;
+        if (has_wqe && ahead && nic_.Fetch().TakeFromDoorbell(*q, index)) return;
         nic_.Fetch().Kick(*q);
       });
       return;

@@ -193,6 +193,7 @@ CommandStatus Nic::CreateQp(const QpCreate& create, Qpn* out) {
   qp->max_inline_bytes = create.max_inline_bytes;
   qp->srq = create.srq;
   qp->requester.doorbell_index = create.send_queue.ring->ProducerIndex();
+  qp->requester.doorbell_arrived = qp->requester.doorbell_index;
   qp->requester.fetched_blocks = qp->requester.doorbell_index;
   *out = qp->qpn;
   NDKSIM_TRACE(tracer_, events_.Now(), id_, Requester, "create qp {}", qp->qpn.value);
@@ -207,6 +208,7 @@ CommandStatus Nic::ConnectQp(Qpn qpn, const QpConnect& connect) {
   qp->remote_node = connect.remote_node;
   qp->remote_qpn = connect.remote_qpn;
   qp->requester.next_psn = Psn{connect.send_psn & Psn::kMask};
+  qp->completer.acknowledged = qp->requester.next_psn + Psn::kMask;  // nothing sent yet
   qp->responder.expected_psn = Psn{connect.receive_psn & Psn::kMask};
   qp->inbound_read_limit = connect.inbound_read_limit;
   qp->outbound_read_limit = connect.outbound_read_limit;

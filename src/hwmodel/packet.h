@@ -107,6 +107,7 @@ struct Packet {
   Qpn destination_qpn;
   Qpn source_qpn;
   Psn psn;
+  bool ack_request = false;  // BTH AckReq: the responder acknowledges this packet once placed
   bool solicited = false;
   // RETH: Write First/Only and Read Request.
   std::uint64_t remote_address = 0;

@@ -19,6 +19,12 @@ namespace {
 
 bool IsRead(const WqeDescriptor& d) { return d.control.opcode == WqeOpcode::kRead; }
 
+// Done before a rewind: a local memory operation that was applied, or a read whose every response
+// is in. Such a WQE is not executed twice.
+bool AlreadyDone(const WqeDescriptor& d) {
+  return d.state == DescriptorState::kCompleted || d.state == DescriptorState::kPlacing;
+}
+
 bool IsMemoryOperation(const WqeDescriptor& d) {
   return d.control.opcode == WqeOpcode::kBind || d.control.opcode == WqeOpcode::kFastRegister ||
          d.control.opcode == WqeOpcode::kLocalInvalidate;
@@ -80,26 +86,24 @@ void Requester::Step(Qpn qpn, std::uint64_t generation) {
   if (qp->state != QpState::kReadyToSend || r.next_exec == r.tail) return;
   const std::uint32_t counter = r.next_exec;
   WqeDescriptor& d = qp->Descriptor(counter);
-  if (d.state == DescriptorState::kCompleted) {
-    // A local memory operation that finished before a rewind: it is not executed twice.
+  if (AlreadyDone(d)) {
     ++r.next_exec;
     Pump(*qp);
     Schedule(*qp);
     return;
   }
   NDKSIM_CHECK(d.state == DescriptorState::kFetched);
-  // Read fence: this WQE may not start while earlier reads are outstanding (a visible stall).
-  if ((d.control.flags & wqe_flag::kReadFence) && r.outstanding_reads > 0) {
+  // Read fence: this WQE may not start while earlier reads are outstanding (a visible stall,
+  // counted once per fenced WQE). ORD: a read waits while the outbound read limit is reached.
+  // Either way the WQE has been processed; the completer's "read retired" wakes it.
+  if (Stalled(*qp, d)) {
     r.fence_blocked = true;
-    ++nic_.MutableCounters().fence_stalls;
-    ++qp->counters.fence_stalls;
-    NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Requester, "qp {} wqe {} fence stall, {} read(s) out",
-                 qpn.value, counter, r.outstanding_reads);
-    return;
-  }
-  // ORD: a read waits while the outbound read limit is reached.
-  if (IsRead(d) && r.outstanding_reads >= qp->outbound_read_limit) {
-    r.fence_blocked = true;
+    if (d.control.flags & wqe_flag::kReadFence) {
+      ++nic_.MutableCounters().fence_stalls;
+      ++qp->counters.fence_stalls;
+      NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Requester, "qp {} wqe {} fence stall, {} read(s) out",
+                   qpn.value, counter, r.outstanding_reads);
+    }
     return;
   }
   if (d.total_length > nic_.Profile().max_transfer_bytes) {
@@ -121,7 +125,6 @@ void Requester::Step(Qpn qpn, std::uint64_t generation) {
       // ref §3.3: and the read-sink right where the profile requires it.
       if (!CheckLocalSges(*qp, d, access::kLocalWrite | access::kReadSink)) return;
       ++r.outstanding_reads;
-      d.response_bytes = 0;
       break;
     case WqeOpcode::kBind:
     case WqeOpcode::kFastRegister:
@@ -149,6 +152,12 @@ void Requester::Step(Qpn qpn, std::uint64_t generation) {
   Schedule(*qp);
 }
 
+bool Requester::Stalled(const QpContext& qp, const WqeDescriptor& d) const {
+  const RequesterState& r = qp.requester;
+  if ((d.control.flags & wqe_flag::kReadFence) && r.outstanding_reads > 0) return true;
+  return IsRead(d) && r.outstanding_reads >= qp.outbound_read_limit;
+}
+
 bool Requester::CheckLocalSges(QpContext& qp, WqeDescriptor& d, std::uint32_t required) {
   if (d.control.flags & wqe_flag::kInline) return true;
   for (std::uint32_t s = 0; s < d.control.sge_count; ++s) {
@@ -165,7 +174,7 @@ bool Requester::CheckLocalSges(QpContext& qp, WqeDescriptor& d, std::uint32_t re
   return true;
 }
 
-MemoryOpOutcome Requester::ApplyMemoryOperation(const QpContext& qp, const WqeDescriptor& d) {
+MemoryOpOutcome Requester::ApplyMemoryOperation(QpContext& qp, const WqeDescriptor& d) {
   const MemoryKey target{d.control.invalidate_key};
   if (d.control.opcode == WqeOpcode::kLocalInvalidate) return nic_.Tpt().Invalidate(target, qp.pd);
   if (d.control.sge_count < 1) return MemoryOpOutcome::kBadKey;  // malformed WQE
@@ -178,9 +187,9 @@ MemoryOpOutcome Requester::ApplyMemoryOperation(const QpContext& qp, const WqeDe
   if (d.control.sge_count < 2) return MemoryOpOutcome::kBadKey;
   WqePageListSegment list;
   std::memcpy(&list, &d.sges[1], sizeof list);
-  // The page list is host memory the NIC reads by DMA (counted; its latency is in wqe_processing).
-  ++nic_.MutableCounters().dma_reads;
-  nic_.MutableCounters().dma_read_bytes += std::uint64_t{list.page_count} * sizeof(std::uint64_t);
+  // The page list is host memory the NIC reads by DMA. The read occupies the link and a tag; its
+  // latency is folded into wqe_processing, so the registration applies now.
+  (void)nic_.Pcie().DmaReadArrival(std::uint64_t{list.page_count} * sizeof(std::uint64_t), &qp.counters);
   return nic_.Tpt().FastRegister({target, qp.pd, d.remote.remote_address, m.length, d.remote.reserved, m.access,
                                   reinterpret_cast<const std::uint64_t*>(list.page_list), list.page_count});
 }
@@ -221,7 +230,7 @@ bool Requester::Segment(QpContext& qp) {
   while (r.segment_next != r.next_exec) {
     const std::uint32_t counter = r.segment_next;
     WqeDescriptor& d = qp.Descriptor(counter);
-    if (d.state == DescriptorState::kCompleted) {  // done before a rewind (see Step)
+    if (AlreadyDone(d)) {  // done before a rewind (see Step)
       ++r.segment_next;
       continue;
     }
@@ -276,12 +285,17 @@ void Requester::StagePacket(QpContext& qp, std::uint32_t counter, std::uint32_t 
   p.syndrome = AckSyndrome::kAck;
   p.trace_wqe = d.control.wqe_counter;
   if (IsRead(d)) {
+    // A resent read asks only for the responses it has not received yet.
+    const std::uint64_t skip = std::uint64_t{d.responses_received} * nic_.Profile().mtu_bytes;
     p.opcode = PacketOpcode::kReadRequest;
-    p.psn = d.first_psn;
+    p.psn = d.first_psn + d.responses_received;
+    p.remote_address += skip;
+    p.dma_length -= static_cast<std::uint32_t>(std::min<std::uint64_t>(skip, d.total_length));
   } else {
     const bool last = index + 1 == d.packet_count;
     p.opcode = SegmentOpcode(d.control.opcode, index, d.packet_count);
     p.psn = d.first_psn + index;
+    p.ack_request = last || (index + 1) % kAckRequestInterval == 0;
     p.solicited = last && (d.control.flags & wqe_flag::kSolicited);
     p.has_invalidate_key = last && d.control.opcode == WqeOpcode::kSendInvalidate;
     p.invalidate_key = d.control.invalidate_key;
@@ -374,10 +388,13 @@ void Requester::OnReadSlotFree(Qpn qpn) {
 void Requester::OnReadRetired(QpContext& qp) {
   RequesterState& r = qp.requester;
   if (r.outstanding_reads > 0) --r.outstanding_reads;
-  if (r.fence_blocked) {
-    r.fence_blocked = false;
-    Schedule(qp);
-  }
+  if (!r.fence_blocked || Stalled(qp, qp.Descriptor(r.next_exec))) return;
+  // The stalled WQE was processed before it stalled: it goes on now, at no further unit cost.
+  r.fence_blocked = false;
+  r.scheduled = true;
+  const Qpn qpn = qp.qpn;
+  const std::uint64_t generation = r.generation;
+  events_.Schedule(events_.Now(), EventPriority::kDevice, [this, qpn, generation] { Step(qpn, generation); });
 }
 
 void Requester::ReleaseStaged(QpContext& qp) {
@@ -390,9 +407,12 @@ void Requester::ReleaseStaged(QpContext& qp) {
   r.tag_wait_scheduled = false;
 }
 
-void Requester::Rewind(QpContext& qp, std::uint32_t counter) {
+void Requester::Rewind(QpContext& qp, std::uint32_t counter, Psn from) {
   RequesterState& r = qp.requester;
-  NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Requester, "qp {} rewind to wqe {}", qp.qpn.value, counter);
+  NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Requester, "qp {} rewind to wqe {} psn {}", qp.qpn.value,
+               counter, from.value);
+  WqeDescriptor& first = qp.Descriptor(counter);
+  const auto resume = static_cast<std::uint32_t>(std::max(0, Psn::Diff(from, first.first_psn)));
   for (std::uint32_t c = counter; c != r.next_exec; ++c) {
     WqeDescriptor& d = qp.Descriptor(c);
     if (d.state == DescriptorState::kAwaitingAck) {
@@ -401,14 +421,19 @@ void Requester::Rewind(QpContext& qp, std::uint32_t counter) {
     } else if (d.state == DescriptorState::kExecuting) {
       d.state = DescriptorState::kFetched;
     }
+    // Responses of later reads are asked for again; those the first one already has are kept.
+    if (c != counter && IsRead(d) && d.state == DescriptorState::kFetched) {
+      d.responses_received = 0;
+      d.response_bytes = 0;
+    }
   }
-  // Every WQE from `counter` was sent and not yet acknowledged, so its first PSN is where
-  // retransmission restarts.
-  r.next_psn = qp.Descriptor(counter).first_psn;
+  // Every WQE from `counter` keeps its PSNs; go-back-N resends from packet `resume` of the first
+  // (a read is asked again for the responses it lacks).
+  r.next_psn = first.first_psn;
   ReleaseStaged(qp);
   r.next_exec = counter;
   r.segment_next = counter;
-  r.segment_packet = 0;
+  r.segment_packet = IsRead(first) ? 0 : std::min(resume, first.packet_count);
   r.fence_blocked = false;
   r.scheduled = false;
   ++r.generation;

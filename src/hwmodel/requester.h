@@ -26,8 +26,9 @@ class Requester {
   void Schedule(QpContext& qp);
   // Message from the completer: outstanding reads of `qp` dropped (fence / ORD may clear).
   void OnReadRetired(QpContext& qp);
-  // Message from the completer: resend everything from WQE `counter` on (go-back-N).
-  void Rewind(QpContext& qp, std::uint32_t counter);
+  // Message from the completer: resend everything from PSN `from`, which lies in WQE `counter`
+  // (go-back-N at packet granularity: the packets before `from` were acknowledged).
+  void Rewind(QpContext& qp, std::uint32_t counter, Psn from);
   // The port's transmitter, or a PCIe read slot, that `qpn` waited for is free.
   void OnTransmitterFree(Qpn qpn);
   void OnReadSlotFree(Qpn qpn);
@@ -38,12 +39,14 @@ class Requester {
  private:
   // Processing-unit stage of WQE next_exec.
   void Step(Qpn qpn, std::uint64_t generation);
+  // The read fence or the outbound read limit holds WQE `d` back.
+  bool Stalled(const QpContext& qp, const WqeDescriptor& d) const;
   // Returns false when the WQE failed and was completed with an error.
   bool CheckLocalSges(QpContext& qp, WqeDescriptor& d, std::uint32_t required);
   // Bind, FastRegister, LocalInvalidate: applied to the protection table in posting order, once
   // every packet before them has left.
   bool ExecuteMemoryOperation(QpContext& qp, std::uint32_t counter);
-  MemoryOpOutcome ApplyMemoryOperation(const QpContext& qp, const WqeDescriptor& d);
+  MemoryOpOutcome ApplyMemoryOperation(QpContext& qp, const WqeDescriptor& d);
   // Runs the segmenter and the transmitter of `qp` until neither can make progress.
   void Pump(QpContext& qp);
   bool Segment(QpContext& qp);

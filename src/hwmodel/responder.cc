@@ -94,6 +94,11 @@ void Responder::OnPacket(std::uint32_t packet_id) {
     case ResponderCheck::kAccept:
       break;
     case ResponderCheck::kDuplicate:
+      // A duplicate read request is executed again (its responses may be what was lost).
+      if (p.opcode == PacketOpcode::kReadRequest) {
+        OnReadRequest(*qp, packet_id, /*duplicate=*/true);
+        return;
+      }
       // Re-acknowledge the newest completed PSN so a requester that lost our ACK moves on.
       SendAck(*qp, qp->responder.expected_psn + Psn::kMask, AckSyndrome::kAck);
       pool.Release(packet_id);
@@ -120,7 +125,7 @@ void Responder::OnPacket(std::uint32_t packet_id) {
   } else if (IsWrite(p.opcode)) {
     OnWrite(*qp, packet_id);
   } else {
-    OnReadRequest(*qp, packet_id);
+    OnReadRequest(*qp, packet_id, /*duplicate=*/false);
   }
 }
 
@@ -237,8 +242,10 @@ void Responder::OnSend(QpContext& qp, std::uint32_t packet_id) {
         PacketPool& pkt_pool = nic_.GetPort().Pool();
         QpContext* q = nic_.FindQp(qpn);
         const WorkQueue* rq = q != nullptr ? ReceiveQueueOf(nic_, *q) : nullptr;
-        if (q != nullptr && rq != nullptr && q->state == QpState::kReadyToSend) {
-          // The WQE is still in host memory: the host reuses the slot only after its CQE.
+        // A placement once issued lands, whatever happens to the QP meanwhile: the CQE of an
+        // earlier message that succeeded is behind it. The WQE is still in host memory: the host
+        // reuses the slot only after its CQE, which lands after this.
+        if (q != nullptr && rq != nullptr) {
           std::uint32_t count;
           std::array<WqeDataSegment, kMaxSge> sges;
           ReadReceiveWqe(*rq, counter, &count, sges.data());
@@ -251,7 +258,10 @@ void Responder::OnSend(QpContext& qp, std::uint32_t packet_id) {
       &qp.counters, r.placement_ready);
   r.expected_psn = psn + 1;
   const Packet& pkt = pool.Get(packet_id);
-  if (!Traits(pkt.opcode).last) return;
+  if (!Traits(pkt.opcode).last) {
+    if (pkt.ack_request) AckWhenPlaced(qp, psn, nullptr);
+    return;
+  }
   // Message complete: the receive CQE is written after the data (posted writes stay ordered).
   CompletionRecord rec;
   rec.qpn = qp.qpn.value;
@@ -276,7 +286,7 @@ void Responder::OnSend(QpContext& qp, std::uint32_t packet_id) {
     rec.invalidated_key = pkt.invalidate_key;
   }
   CompleteReceive(nic_, qp, rec);  // names the WQE in its queue (RQ or SRQ)
-  AckWhenPlaced(qp, psn, request);
+  AckWhenPlaced(qp, psn, &request);
 }
 
 void Responder::OnWrite(QpContext& qp, std::uint32_t packet_id) {
@@ -307,6 +317,7 @@ void Responder::OnWrite(QpContext& qp, std::uint32_t packet_id) {
     r.message_kind = p.opcode;
   }
   const bool last = Traits(p.opcode).last;
+  const bool ack_request = p.ack_request;
   if (length > r.write_remaining || (last && length != r.write_remaining)) {
     pool.Release(packet_id);
     Fail(qp, psn, AckSyndrome::kRemoteInvalidRequest);
@@ -332,11 +343,13 @@ void Responder::OnWrite(QpContext& qp, std::uint32_t packet_id) {
   r.expected_psn = psn + 1;
   if (last) {
     r.in_message = false;
-    AckWhenPlaced(qp, psn, request);
+    AckWhenPlaced(qp, psn, &request);
+  } else if (ack_request) {
+    AckWhenPlaced(qp, psn, nullptr);
   }
 }
 
-void Responder::OnReadRequest(QpContext& qp, std::uint32_t packet_id) {
+void Responder::OnReadRequest(QpContext& qp, std::uint32_t packet_id, bool duplicate) {
   PacketPool& pool = nic_.GetPort().Pool();
   const Packet& p = pool.Get(packet_id);
   ResponderState& r = qp.responder;
@@ -355,15 +368,17 @@ void Responder::OnReadRequest(QpContext& qp, std::uint32_t packet_id) {
       return;
     }
   }
-  // IRD: more reads in progress than negotiated is a protocol violation by the requester.
+  // IRD: more reads in progress than negotiated is a protocol violation by the requester. A
+  // duplicate that finds every read resource busy is dropped instead: the requester asks again
+  // when its timer expires.
   if (r.reads_in_progress >= qp.inbound_read_limit) {
-    Fail(qp, psn, AckSyndrome::kRemoteInvalidRequest);
+    if (!duplicate) Fail(qp, psn, AckSyndrome::kRemoteInvalidRequest);
     return;
   }
   ++r.reads_in_progress;
   const std::uint32_t mtu = nic_.Profile().mtu_bytes;
   const std::uint32_t count = length == 0 ? 1 : (length + mtu - 1) / mtu;
-  r.expected_psn = psn + count;
+  if (!duplicate) r.expected_psn = psn + count;
   // The QP's processing unit sets up the response; then each response packet's data is read by
   // DMA and the packet leaves as its data arrives, in order.
   const TimePoint start = nic_.Units().Run(qp.qpn, nic_.Profile().read_response_processing, events_.Now());
@@ -436,10 +451,12 @@ void Responder::SendAck(QpContext& qp, Psn psn, AckSyndrome syndrome) {
   nic_.GetPort().Transmit(id);
 }
 
-void Responder::AckWhenPlaced(QpContext& qp, Psn psn, const RequestRef& request) {
+void Responder::AckWhenPlaced(QpContext& qp, Psn psn, const RequestRef* request) {
   const TimePoint placed = std::max(nic_.Pcie().LastWriteLandsAt(), events_.Now());
   RequestLog& log = nic_.Trace().Requests();
-  if (log.Enabled()) log.Mark(request.node, request.qpn, request.wqe, RequestStage::kLastBytePlaced, placed);
+  if (request != nullptr && log.Enabled()) {
+    log.Mark(request->node, request->qpn, request->wqe, RequestStage::kLastBytePlaced, placed);
+  }
   const TimePoint ack_at = placed + nic_.Profile().ack_turnaround;
   if (ack_at <= events_.Now()) {
     SendAck(qp, psn, AckSyndrome::kAck);

@@ -18,7 +18,7 @@ struct ReceivePrefetch;
 enum class ResponderCheck : std::uint8_t {
   kAccept,
   kDropNoQp,           // no such QP or not ready to receive: silently dropped
-  kDuplicate,          // PSN already seen: re-acknowledged, not executed again
+  kDuplicate,          // PSN already seen: re-acknowledged (a read request: executed again)
   kOutOfSequence,      // PSN ahead of the expected one: NAK (sequence error)
   kSilentDiscard,      // after a NAK, until the requester resends the expected PSN
   kBadOpcodeSequence,  // Middle/Last without First, or First inside a message: NAK invalid
@@ -44,14 +44,17 @@ class Responder {
  private:
   void OnSend(QpContext& qp, std::uint32_t packet_id);
   void OnWrite(QpContext& qp, std::uint32_t packet_id);
-  void OnReadRequest(QpContext& qp, std::uint32_t packet_id);
+  // `duplicate`: a request for PSNs already seen (a resent read), executed again without moving
+  // the expected PSN.
+  void OnReadRequest(QpContext& qp, std::uint32_t packet_id, bool duplicate);
   bool StartReceive(QpContext& qp);
   // Takes the next receive WQE of the QP's SRQ (ref §3.16); false if the SRQ is empty.
   bool StartSrqReceive(QpContext& qp);
   void SendAck(QpContext& qp, Psn psn, AckSyndrome syndrome);
   // Acknowledges `psn` once every placement issued so far has landed in host memory, so that a
-  // completed request at the initiator means the data is in the target's memory.
-  void AckWhenPlaced(QpContext& qp, Psn psn, const RequestRef& request);
+  // completed request at the initiator means the data is in the target's memory. `request`, at
+  // the end of a message, is marked "last byte placed" in the request log.
+  void AckWhenPlaced(QpContext& qp, Psn psn, const RequestRef* request);
   // NAKs the packet, completes the current receive if it failed, and puts the QP in error.
   void Fail(QpContext& qp, Psn psn, AckSyndrome syndrome);
   // Completes the current receive with `receive`, then fails as above with `nak`.
