@@ -111,6 +111,26 @@ struct ReceivePrefetch {
   TimePoint in_flight_lands{};      // ... and arrives then
 };
 
+inline constexpr std::uint32_t kMaxInboundReads = 128;  // IRD a profile may grant (Validate checks it)
+
+// An inbound read the responder is answering: its responses are read from host memory a packet
+// at a time and leave in PSN order.
+struct InboundRead {
+  std::uint64_t address = 0;
+  std::uint32_t key = 0;
+  std::uint32_t length = 0;
+  Psn first;
+  std::uint32_t count = 0;  // response packets
+};
+
+// A response packet whose data is being (or has been) read, waiting for the port.
+struct StagedResponse {
+  std::uint32_t read = 0;   // its InboundRead
+  std::uint32_t index = 0;  // packet number within the read's responses
+  std::uint32_t bytes = 0;
+  bool ready = false;       // the data is in the NIC
+};
+
 // Responder part of a QP context.
 struct ResponderState {
   Psn expected_psn;
@@ -128,9 +148,22 @@ struct ResponderState {
   std::uint64_t write_address = 0;
   std::uint32_t write_key = 0;
   std::uint64_t write_remaining = 0;
-  std::uint32_t reads_in_progress = 0;
+  std::uint32_t reads_in_progress = 0;  // accepted and not fully answered (IRD)
   TimePoint placement_ready{};  // placements of this QP may not start before this (WQE fetch)
-  TimePoint responses_free{};   // read responses of this QP leave in order, none before this
+  // Read responses: reads in a ring addressed modulo kMaxInboundReads (head: the oldest not fully
+  // sent; read_cursor/read_packet: the next response whose data to read), and the responses
+  // whose data is being read, addressed modulo kStagedPackets, sent in order.
+  std::array<InboundRead, kMaxInboundReads> reads{};
+  std::uint32_t reads_head = 0;
+  std::uint32_t reads_tail = 0;
+  std::uint32_t read_cursor = 0;
+  std::uint32_t read_packet = 0;
+  std::array<StagedResponse, kStagedPackets> responses{};
+  std::uint32_t responses_head = 0;
+  std::uint32_t responses_tail = 0;
+  std::uint64_t responses_bytes = 0;
+  bool response_drain_scheduled = false;     // waiting for the port's transmitter
+  bool response_tag_wait_scheduled = false;  // waiting for a PCIe read slot
   bool rnr_nak_outstanding = false;
   ReceivePrefetch prefetch;     // of the QP's own receive queue
 };

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "hwmodel/requester.h"
+#include "hwmodel/responder.h"
 #include "ndksim/trace.h"
 
 namespace ndksim::hw {
@@ -13,7 +14,14 @@ PcieLink::PcieLink(Nic& nic, EventQueue& events)
       events_(events),
       tag_free_(nic.Profile().pcie_read_tags),
       read_waiters_(
-          events, [this] { return ReadSlotAt(); }, [this](std::uint32_t qpn) { nic_.Req().OnReadSlotFree(Qpn{qpn}); }) {}
+          events, [this] { return ReadSlotAt(); },
+          [this](std::uint32_t id) {
+            if (WaiterEngine(id) == Engine::kRequester) {
+              nic_.Req().OnReadSlotFree(WaiterQpn(id));
+            } else {
+              nic_.Resp().OnReadSlotFree(WaiterQpn(id));
+            }
+          }) {}
 
 TimePoint LinkDirection::Book(TimePoint now, TimePoint ready, Duration length) {
   std::size_t over = 0;

@@ -1,7 +1,7 @@
 // The PCIe link between host and NIC: MMIO doorbell writes (host -> NIC), DMA reads (requests up,
 // completions with data down) and posted DMA writes (NIC -> host). Each kind of traffic is a
-// server with a busy-until time, so transfers queue behind each other and bandwidth limits emerge
-// without ticking cycles. A DMA read is split into read requests of at most MRRS bytes, each of
+// timeline of booked transfers (LinkDirection), so transfers queue behind each other and bandwidth
+// limits emerge without ticking cycles. A DMA read is split into read requests of at most MRRS bytes, each of
 // which holds one of a bounded number of read tags until its last completion has arrived.
 #pragma once
 
@@ -55,9 +55,9 @@ class PcieLink {
   // completions. A block that reads ahead (payload prefetch) waits for this instead of booking
   // the link far into the future, where later reads (WQE fetches) would queue behind it.
   TimePoint ReadSlotAt() const;
-  // The requester of `qpn` waits for a read slot; it is resumed (Requester::OnReadSlotFree) in
-  // turn when there is one.
-  void AwaitReadSlot(Qpn qpn) { read_waiters_.Add(qpn.value); }
+  // An engine of `qpn` waits for a read slot; it is resumed (Requester or
+  // Responder::OnReadSlotFree) in turn when there is one.
+  void AwaitReadSlot(Qpn qpn, Engine engine) { read_waiters_.Add(WaiterId(qpn, engine)); }
 
   // When every write issued so far is visible in host memory.
   TimePoint LastWriteLandsAt() const { return last_write_done_; }

@@ -35,7 +35,14 @@ Port::Port(Nic& nic, EventQueue& events, Network& network)
       events_(events),
       network_(network),
       waiters_(
-          events, [this] { return tx_free_; }, [this](std::uint32_t qpn) { nic_.Req().OnTransmitterFree(Qpn{qpn}); }) {}
+          events, [this] { return tx_free_; },
+          [this](std::uint32_t id) {
+            if (WaiterEngine(id) == Engine::kRequester) {
+              nic_.Req().OnTransmitterFree(WaiterQpn(id));
+            } else {
+              nic_.Resp().OnTransmitterFree(WaiterQpn(id));
+            }
+          }) {}
 
 PacketPool& Port::Pool() { return network_.Pool(); }
 

@@ -39,9 +39,9 @@ class Port {
 
   PacketPool& Pool();
   TimePoint TransmitFreeAt() const { return tx_free_; }
-  // The requester of `qpn` has a packet ready while the transmitter is busy: it is resumed
-  // (Requester::OnTransmitterFree) in turn, when the transmitter is free.
-  void AwaitTransmitter(Qpn qpn) { waiters_.Add(qpn.value); }
+  // An engine of `qpn` has a packet ready while the transmitter is busy: it is resumed
+  // (Requester or Responder::OnTransmitterFree) in turn, when the transmitter is free.
+  void AwaitTransmitter(Qpn qpn, Engine engine) { waiters_.Add(WaiterId(qpn, engine)); }
 
  private:
   Nic& nic_;

@@ -68,7 +68,8 @@ std::vector<std::string> Validate(const HardwareProfile& p) {
           "must be 1..max_initiator_sge");
   require(p.max_transfer_bytes > 0, "max_transfer_bytes", "must be positive");
   require(p.max_inline_bytes <= 1024, "max_inline_bytes", "must be at most 1024");
-  require(p.max_inbound_read_limit >= 1, "max_inbound_read_limit", "must be at least 1");
+  require(p.max_inbound_read_limit >= 1 && p.max_inbound_read_limit <= 128, "max_inbound_read_limit",
+          "must be 1..128 (reads a QP's responder can queue)");
   require(p.max_outbound_read_limit >= 1, "max_outbound_read_limit", "must be at least 1");
   require(p.max_receive_queue_depth >= 1, "max_receive_queue_depth", "must be at least 1");
   require(p.max_initiator_queue_depth >= 1, "max_initiator_queue_depth", "must be at least 1");

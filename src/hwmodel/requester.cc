@@ -255,7 +255,7 @@ bool Requester::Segment(QpContext& qp) {
       if (needs_read && nic_.Pcie().ReadSlotAt() > events_.Now()) {
         if (!r.tag_wait_scheduled) {
           r.tag_wait_scheduled = true;
-          nic_.Pcie().AwaitReadSlot(qp.qpn);
+          nic_.Pcie().AwaitReadSlot(qp.qpn, Engine::kRequester);
         }
         return progress;
       }
@@ -350,7 +350,7 @@ bool Requester::Drain(QpContext& qp) {
     if (port.TransmitFreeAt() > events_.Now()) {
       if (!r.drain_scheduled) {
         r.drain_scheduled = true;
-        port.AwaitTransmitter(qp.qpn);
+        port.AwaitTransmitter(qp.qpn, Engine::kRequester);
       }
       break;
     }

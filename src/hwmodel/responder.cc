@@ -379,60 +379,149 @@ void Responder::OnReadRequest(QpContext& qp, std::uint32_t packet_id, bool dupli
   const std::uint32_t mtu = nic_.Profile().mtu_bytes;
   const std::uint32_t count = length == 0 ? 1 : (length + mtu - 1) / mtu;
   if (!duplicate) r.expected_psn = psn + count;
-  // The QP's processing unit sets up the response; then each response packet's data is read by
-  // DMA and the packet leaves as its data arrives, in order.
+  // The QP's processing unit sets up the response; then the responses are read and sent in order.
   const TimePoint start = nic_.Units().Run(qp.qpn, nic_.Profile().read_response_processing, events_.Now());
   const Qpn qpn = qp.qpn;
-  events_.Schedule(start, EventPriority::kDevice,
-                   [this, qpn, address, key, length, psn] { StartReadResponse(qpn, address, key, length, psn); });
+  const InboundRead read{address, key, length, psn, count};
+  events_.Schedule(start, EventPriority::kDevice, [this, qpn, read] { StartReadResponse(qpn, read); });
 }
 
-void Responder::StartReadResponse(Qpn qpn, std::uint64_t address, std::uint32_t key, std::uint32_t length, Psn first) {
+void Responder::StartReadResponse(Qpn qpn, const InboundRead& read) {
   QpContext* qp = nic_.FindQp(qpn);
   if (qp == nullptr || qp->state != QpState::kReadyToSend) return;
-  const std::uint32_t mtu = nic_.Profile().mtu_bytes;
-  const std::uint32_t count = length == 0 ? 1 : (length + mtu - 1) / mtu;
   ResponderState& r = qp->responder;
-  for (std::uint32_t i = 0; i < count; ++i) {
-    const std::uint32_t offset = i * mtu;
-    const std::uint32_t n = std::min(mtu, length - std::min(offset, length));
-    const TimePoint arrives = n > 0 ? nic_.Pcie().DmaReadArrival(n, &qp->counters) : events_.Now();
-    r.responses_free = std::max(r.responses_free, arrives);
-    events_.Schedule(r.responses_free, EventPriority::kDevice, [this, qpn, address, key, offset, n, first, i, count] {
-      SendReadResponse(qpn, address + offset, key, n, first + i, i, count);
-    });
+  // The IRD check bounds the reads queued here.
+  NDKSIM_CHECK(r.reads_tail - r.reads_head < kMaxInboundReads);
+  r.reads[r.reads_tail++ % kMaxInboundReads] = read;
+  PumpResponses(*qp);
+}
+
+void Responder::PumpResponses(QpContext& qp) {
+  for (;;) {
+    if (qp.state != QpState::kReadyToSend) return;
+    const bool read = ReadResponseData(qp);
+    if (qp.state != QpState::kReadyToSend) return;
+    const bool sent = SendResponses(qp);
+    if (!read && !sent) return;
   }
 }
 
-void Responder::SendReadResponse(Qpn qpn, std::uint64_t address, std::uint32_t key, std::uint32_t length, Psn psn,
-                                 std::uint32_t index, std::uint32_t count) {
+bool Responder::ReadResponseData(QpContext& qp) {
+  ResponderState& r = qp.responder;
+  const std::uint32_t mtu = nic_.Profile().mtu_bytes;
+  const std::uint32_t buffer = nic_.Profile().qp_transmit_buffer_bytes;
+  bool progress = false;
+  while (r.read_cursor != r.reads_tail) {
+    const InboundRead& read = r.reads[r.read_cursor % kMaxInboundReads];
+    while (r.read_packet < read.count) {
+      const std::uint32_t offset = r.read_packet * mtu;
+      const std::uint32_t bytes = std::min(mtu, read.length - std::min(offset, read.length));
+      const bool empty = r.responses_head == r.responses_tail;
+      if (r.responses_tail - r.responses_head == kStagedPackets || (!empty && r.responses_bytes + bytes > buffer)) {
+        return progress;  // the response buffer is full; responses leaving make room
+      }
+      // Like the requester's payload reads: data is read ahead only while the link has room, so
+      // a long read does not hold the node's read tags and completions far into the future.
+      if (bytes > 0 && nic_.Pcie().ReadSlotAt() > events_.Now()) {
+        if (!r.response_tag_wait_scheduled) {
+          r.response_tag_wait_scheduled = true;
+          nic_.Pcie().AwaitReadSlot(qp.qpn, Engine::kResponder);
+        }
+        return progress;
+      }
+      const std::uint32_t slot = r.responses_tail++;
+      r.responses[slot % kStagedPackets] = StagedResponse{r.read_cursor, r.read_packet, bytes, bytes == 0};
+      r.responses_bytes += bytes;
+      if (bytes > 0) {
+        const Qpn qpn = qp.qpn;
+        nic_.Pcie().DmaRead(bytes, [this, qpn, slot] { OnResponseData(qpn, slot); }, &qp.counters);
+      }
+      ++r.read_packet;
+      progress = true;
+    }
+    r.read_packet = 0;
+    ++r.read_cursor;
+  }
+  return progress;
+}
+
+void Responder::OnResponseData(Qpn qpn, std::uint32_t slot) {
   QpContext* qp = nic_.FindQp(qpn);
-  if (qp == nullptr || qp->state != QpState::kReadyToSend) return;
-  if (index + 1 == count) --qp->responder.reads_in_progress;
+  if (qp == nullptr || qp->state != QpState::kReadyToSend) return;  // no responses from a QP in error
+  qp->responder.responses[slot % kStagedPackets].ready = true;
+  PumpResponses(*qp);
+}
+
+bool Responder::SendResponses(QpContext& qp) {
+  ResponderState& r = qp.responder;
+  Port& port = nic_.GetPort();
+  bool progress = false;
+  while (r.responses_head != r.responses_tail) {
+    const StagedResponse s = r.responses[r.responses_head % kStagedPackets];
+    if (!s.ready) break;
+    // Responses share the port with the requester's packets: the next waits for the current one.
+    if (port.TransmitFreeAt() > events_.Now()) {
+      if (!r.response_drain_scheduled) {
+        r.response_drain_scheduled = true;
+        port.AwaitTransmitter(qp.qpn, Engine::kResponder);
+      }
+      break;
+    }
+    ++r.responses_head;
+    r.responses_bytes -= s.bytes;
+    const InboundRead& read = r.reads[s.read % kMaxInboundReads];
+    if (s.index + 1 == read.count) {
+      ++r.reads_head;  // the slot is reused only by a later read, after this call
+      --r.reads_in_progress;
+    }
+    if (!SendReadResponse(qp, read, s.index, s.bytes)) return true;
+    progress = true;
+  }
+  return progress;
+}
+
+void Responder::OnTransmitterFree(Qpn qpn) {
+  QpContext* qp = nic_.FindQp(qpn);
+  if (qp == nullptr || !qp->responder.response_drain_scheduled) return;
+  qp->responder.response_drain_scheduled = false;
+  PumpResponses(*qp);
+}
+
+void Responder::OnReadSlotFree(Qpn qpn) {
+  QpContext* qp = nic_.FindQp(qpn);
+  if (qp == nullptr || !qp->responder.response_tag_wait_scheduled) return;
+  qp->responder.response_tag_wait_scheduled = false;
+  PumpResponses(*qp);
+}
+
+bool Responder::SendReadResponse(QpContext& qp, const InboundRead& read, std::uint32_t index, std::uint32_t length) {
+  const std::uint64_t address = read.address + std::uint64_t{index} * nic_.Profile().mtu_bytes;
+  const Psn psn = read.first + index;
   if (length > 0) {
-    const TranslationResult t = nic_.Tpt().Check(MemoryKey{key}, qp->pd, address, length, access::kRemoteRead);
+    const TranslationResult t = nic_.Tpt().Check(MemoryKey{read.key}, qp.pd, address, length, access::kRemoteRead);
     if (!t.Ok()) {
-      Fail(*qp, psn, AckSyndrome::kRemoteAccessError);  // invalidated while the read was in flight
-      return;
+      Fail(qp, psn, AckSyndrome::kRemoteAccessError);  // invalidated while the read was in flight
+      return false;
     }
   }
   std::uint32_t id;
   Packet& p = nic_.GetPort().Pool().Acquire(&id);
   p.source_node = nic_.Id();
-  p.destination_node = qp->remote_node;
-  p.source_qpn = qp->qpn;
-  p.destination_qpn = qp->remote_qpn;
-  p.opcode = count == 1            ? PacketOpcode::kReadResponseOnly
-             : index == 0          ? PacketOpcode::kReadResponseFirst
-             : index + 1 == count  ? PacketOpcode::kReadResponseLast
-                                   : PacketOpcode::kReadResponseMiddle;
+  p.destination_node = qp.remote_node;
+  p.source_qpn = qp.qpn;
+  p.destination_qpn = qp.remote_qpn;
+  p.opcode = read.count == 1          ? PacketOpcode::kReadResponseOnly
+             : index == 0             ? PacketOpcode::kReadResponseFirst
+             : index + 1 == read.count ? PacketOpcode::kReadResponseLast
+                                       : PacketOpcode::kReadResponseMiddle;
   p.psn = psn;
   p.syndrome = AckSyndrome::kAck;
   p.payload.resize(length);
-  // The bytes are as host memory is when the DMA completes. A fast-register region maps page by
-  // page, so the copy goes through translation.
-  if (length > 0) (void)nic_.Tpt().CopyFrom(MemoryKey{key}, qp->pd, address, p.payload.data(), length, access::kRemoteRead);
+  // The bytes are as host memory is when the packet leaves (its DMA has completed). A
+  // fast-register region maps page by page, so the copy goes through translation.
+  if (length > 0) (void)nic_.Tpt().CopyFrom(MemoryKey{read.key}, qp.pd, address, p.payload.data(), length, access::kRemoteRead);
   nic_.GetPort().Transmit(id);
+  return true;
 }
 
 void Responder::SendAck(QpContext& qp, Psn psn, AckSyndrome syndrome) {

@@ -13,6 +13,7 @@ namespace ndksim::hw {
 
 struct QpContext;
 struct ReceivePrefetch;
+struct InboundRead;
 
 // Outcome of the responder's checks on one packet, in the order they are applied.
 enum class ResponderCheck : std::uint8_t {
@@ -40,6 +41,9 @@ class Responder {
 
   // A request packet arrived (takes ownership of the packet).
   void OnPacket(std::uint32_t packet_id);
+  // The port's transmitter, or a PCIe read slot, that `qpn`'s read responses waited for is free.
+  void OnTransmitterFree(Qpn qpn);
+  void OnReadSlotFree(Qpn qpn);
 
  private:
   void OnSend(QpContext& qp, std::uint32_t packet_id);
@@ -59,10 +63,17 @@ class Responder {
   void Fail(QpContext& qp, Psn psn, AckSyndrome syndrome);
   // Completes the current receive with `receive`, then fails as above with `nak`.
   void FailReceive(QpContext& qp, Psn psn, CompletionSyndrome receive, AckSyndrome nak);
-  // After the processing unit: reads the data of each response packet and sends them in order.
-  void StartReadResponse(Qpn qpn, std::uint64_t address, std::uint32_t key, std::uint32_t length, Psn first);
-  void SendReadResponse(Qpn qpn, std::uint64_t address, std::uint32_t key, std::uint32_t length, Psn psn,
-                        std::uint32_t index, std::uint32_t count);
+  // After the processing unit: queues the read's responses behind those of earlier reads.
+  void StartReadResponse(Qpn qpn, const InboundRead& read);
+  // Reads response data while the response buffer and the PCIe link have room, and sends the
+  // responses whose data is in, in order, when the port is free; until neither can go on.
+  void PumpResponses(QpContext& qp);
+  bool ReadResponseData(QpContext& qp);
+  bool SendResponses(QpContext& qp);
+  void OnResponseData(Qpn qpn, std::uint32_t slot);
+  // Builds response `index` of `read` from host memory and transmits it; false if its token
+  // went away meanwhile (the QP is then in error).
+  bool SendReadResponse(QpContext& qp, const InboundRead& read, std::uint32_t index, std::uint32_t length);
   // When receive WQE `counter` of queue `q` is on the NIC: now if it was read ahead, else when the
   // read in flight or an on-demand read lands. Tops the prefetch up.
   TimePoint ReceiveWqeReady(ReceivePrefetch& pf, const WorkQueue& q, std::uint32_t counter, QpCounters* account);
