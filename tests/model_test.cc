@@ -401,6 +401,39 @@ TEST(ReceivePrefetch, AReceiveReadAheadCostsNoReadLatency) {
   EXPECT_EQ(samples[1], samples[2]);
 }
 
+// When a 64-B write on a second connection completes, optionally while the first connection's
+// send waits for its receive WQE to be read on demand.
+double SecondQpWriteNanoseconds(bool with_cold_receive) {
+  QpPair pair(Default());
+  const QpPair::ExtraQps other = pair.AddConnectedQps();
+  auto src = pair.a().Register(64);
+  auto rx = pair.b().Register(64);
+  auto dst = pair.b().Register(64);
+  const NDK_SGE s = src->Sge(0, 64);
+  if (with_cold_receive) {
+    const NDK_SGE r = rx->Sge(0, 64);
+    EXPECT_EQ(pair.b().Receive(nullptr, {&r, 1}), STATUS_SUCCESS);  // not read ahead: the first one
+    EXPECT_EQ(pair.a().Send(nullptr, {&s, 1}, NDK_OP_FLAG_INLINE), STATUS_SUCCESS);
+  }
+  const TimePoint t0 = pair.fabric().Now();
+  EXPECT_EQ(other.a->Dispatch->NdkWrite(other.a, nullptr, &s, 1, dst->Address(), dst->RemoteToken(),
+                                        NDK_OP_FLAG_INLINE),
+            STATUS_SUCCESS);
+  // The write's CQE is in host memory once the second QP counts a completion.
+  pair.fabric().RunUntil([&] { return pair.a().node->CountersOf(other.a)->completions > 0; });
+  const double done = ToNanoseconds(pair.fabric().Now() - t0);
+  return done;
+}
+
+// Regression: a placement waiting for its receive WQE moved the node's only write timeline, so
+// every other QP's placements and CQEs waited for that read too.
+TEST(ReceivePrefetch, AReceiveReadOnDemandDelaysOnlyItsOwnQp) {
+  const double alone = SecondQpWriteNanoseconds(false);
+  const double beside = SecondQpWriteNanoseconds(true);
+  // The send shares the links with the write (a few ns); it no longer adds a DMA read latency.
+  EXPECT_LT(beside - alone, 100.0);
+}
+
 // ---- read responses ----
 
 // How long a 64-B write posted on node b takes to complete, optionally while b answers a 4-MiB read.

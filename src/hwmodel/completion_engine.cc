@@ -7,12 +7,13 @@
 
 namespace ndksim::hw {
 
-void CompletionEngine::Post(CqNumber cq, const CompletionRecord& record) {
+void CompletionEngine::Post(CqNumber cq, const CompletionRecord& record, WriteOrder* order) {
   CqContext* c = nic_.FindCq(cq);
   if (c == nullptr || c->dead) return;  // a dead CQ reports nothing more (ref §3.13)
   ++c->in_flight;
   QpContext* qp = nic_.FindQp(Qpn{record.qpn});
-  nic_.Pcie().DmaWrite(sizeof(Cqe), [this, cq, record] { Land(cq, record); }, qp != nullptr ? &qp->counters : nullptr);
+  nic_.Pcie().DmaWrite(sizeof(Cqe), [this, cq, record] { Land(cq, record); }, qp != nullptr ? &qp->counters : nullptr,
+                       order);
 }
 
 void CompletionEngine::Land(CqNumber number, const CompletionRecord& record) {
@@ -163,7 +164,7 @@ void CompletionEngine::FlushReceives(QpContext& qp) {
     rec.opcode = WqeOpcode::kReceive;
     rec.syndrome = CompletionSyndrome::kFlushed;
     rec.flags = cqe_flag::kReceive | cqe_flag::kSrq;
-    Post(qp.receive_cq, rec);
+    Post(qp.receive_cq, rec, &r.write_order);
     return;
   }
   const WorkQueue& rq = qp.receive_queue;
@@ -176,7 +177,7 @@ void CompletionEngine::FlushReceives(QpContext& qp) {
     rec.opcode = WqeOpcode::kReceive;
     rec.syndrome = CompletionSyndrome::kFlushed;
     rec.flags = cqe_flag::kReceive;
-    Post(qp.receive_cq, rec);
+    Post(qp.receive_cq, rec, &r.write_order);
     rq.ring->ConsumerRelease(rq.stride_blocks);
     ++r.receive_counter;
   }

@@ -15,6 +15,8 @@ struct QpContext;
 struct CqContext;
 
 // What a block asks the completion engine to write; the engine adds the owner bit.
+struct WriteOrder;
+
 struct CompletionRecord {
   std::uint32_t qpn = 0;
   std::uint32_t wqe_counter = 0;
@@ -33,7 +35,7 @@ class CompletionEngine {
   CompletionEngine(Nic& nic, EventQueue& events) : nic_(nic), events_(events) {}
 
   // Writes a CQE to `cq` by DMA; lands after every write issued before it.
-  void Post(CqNumber cq, const CompletionRecord& record);
+  void Post(CqNumber cq, const CompletionRecord& record, WriteOrder* order = nullptr);
   // Arm doorbell: notify on the next completion of `kind` at or after `consumer_index`.
   void Arm(CqNumber cq, CqArmKind kind, std::uint32_t consumer_index);
   // Completes every receive WQE the host has published on a QP in error as flushed.

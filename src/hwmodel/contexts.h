@@ -10,6 +10,7 @@
 #include "hwmodel/host_interface.h"
 #include "hwmodel/nic.h"
 #include "hwmodel/packet.h"
+#include "hwmodel/pcie_link.h"
 
 namespace ndksim::hw {
 
@@ -150,6 +151,7 @@ struct ResponderState {
   std::uint64_t write_remaining = 0;
   std::uint32_t reads_in_progress = 0;  // accepted and not fully answered (IRD)
   TimePoint placement_ready{};  // placements of this QP may not start before this (WQE fetch)
+  WriteOrder write_order;       // placements and receive CQEs of this QP land in order
   // Read responses: reads in a ring addressed modulo kMaxInboundReads (head: the oldest not fully
   // sent; read_cursor/read_packet: the next response whose data to read), and the responses
   // whose data is being read, addressed modulo kStagedPackets, sent in order.

@@ -116,7 +116,8 @@ TimePoint PcieLink::DmaReadArrival(std::uint64_t bytes, QpCounters* qp) {
   return last;
 }
 
-void PcieLink::DmaWrite(std::uint64_t bytes, EventCallback done, QpCounters* qp, TimePoint not_before) {
+void PcieLink::DmaWrite(std::uint64_t bytes, EventCallback done, QpCounters* qp, WriteOrder* order,
+                        TimePoint not_before) {
   const auto& p = nic_.Profile();
   auto& c = nic_.MutableCounters();
   ++c.dma_writes;
@@ -126,12 +127,27 @@ void PcieLink::DmaWrite(std::uint64_t bytes, EventCallback done, QpCounters* qp,
     qp->dma_write_bytes += bytes;
   }
   const TimePoint now = events_.Now();
-  writes_free_ = upstream_.Book(now, std::max({now, not_before, writes_free_}),
-                                p.pcie_bandwidth.TimeFor(WireBytes(bytes, p.pcie_max_payload_bytes, kWriteTlpOverheadBytes)));
-  // Posted writes become visible in order: never before an earlier write.
-  last_write_done_ = std::max(last_write_done_, writes_free_ + p.pcie_dma_write_latency);
-  NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Pcie, "dma write {} B done at {}", bytes, last_write_done_);
-  events_.Schedule(last_write_done_, EventPriority::kDevice, std::move(done));
+  const Duration length = p.pcie_bandwidth.TimeFor(WireBytes(bytes, p.pcie_max_payload_bytes, kWriteTlpOverheadBytes));
+  const TimePoint held_until = order != nullptr ? std::max(not_before, order->issued) : TimePoint{};
+  TimePoint lands;
+  if (held_until > now) {
+    // Issued later, when it may go: the writes issued before then do not wait for it.
+    const TimePoint end = upstream_.Book(now, held_until, length);
+    lands = std::max(end + p.pcie_dma_write_latency, order->lands);
+    order->issued = end;
+  } else {
+    writes_free_ = upstream_.Book(now, std::max(now, writes_free_), length);
+    // Posted writes become visible in order: never before an earlier write.
+    last_write_done_ = std::max(last_write_done_, writes_free_ + p.pcie_dma_write_latency);
+    lands = last_write_done_;
+    if (order != nullptr) {
+      lands = std::max(lands, order->lands);
+      order->issued = writes_free_;
+    }
+  }
+  if (order != nullptr) order->lands = lands;
+  NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Pcie, "dma write {} B done at {}", bytes, lands);
+  events_.Schedule(lands, EventPriority::kDevice, std::move(done));
 }
 
 }  // namespace ndksim::hw

@@ -31,6 +31,14 @@ class LinkDirection {
   std::vector<Busy> busy_;  // disjoint, in time order
 };
 
+// The writes of one QP that the NIC may hold back until something they need has arrived (a
+// receive WQE read on demand). A held write is issued when it may go: in order with the QP's
+// other writes, while the rest of the node's traffic goes on without it.
+struct WriteOrder {
+  TimePoint issued{};  // the QP's newest write leaves the NIC then
+  TimePoint lands{};   // ... and is visible in host memory then
+};
+
 class PcieLink {
  public:
   static constexpr std::uint32_t kWriteTlpOverheadBytes = 24;       // memory write or read request header
@@ -47,9 +55,11 @@ class PcieLink {
   // The same read, for a caller that only needs to know when its data has arrived (it schedules
   // its own work, or the read only moves bytes the model never looks at, like a prefetch).
   TimePoint DmaReadArrival(std::uint64_t bytes, QpCounters* qp = nullptr);
-  // Writes `bytes` to host memory, not starting before `not_before`; `done` runs when they are
-  // visible to the host. Posted writes land in issue order. The caller copies in `done`.
-  void DmaWrite(std::uint64_t bytes, EventCallback done, QpCounters* qp = nullptr, TimePoint not_before = {});
+  // Writes `bytes` to host memory; `done` runs when they are visible to the host. Posted writes
+  // land in issue order. The caller copies in `done`. With `order`, the write is one of a QP's:
+  // it lands after the QP's earlier writes, and is held back until `not_before`.
+  void DmaWrite(std::uint64_t bytes, EventCallback done, QpCounters* qp = nullptr, WriteOrder* order = nullptr,
+                TimePoint not_before = {});
 
   // From when a read issued would neither wait for a tag nor find its data queued behind earlier
   // completions. A block that reads ahead (payload prefetch) waits for this instead of booking

@@ -51,7 +51,7 @@ void CompleteReceive(Nic& nic, QpContext& qp, CompletionRecord rec) {
   rec.opcode = WqeOpcode::kReceive;
   rec.flags |= cqe_flag::kReceive;
   if (qp.srq.value != 0) rec.flags |= cqe_flag::kSrq;
-  nic.Cqes().Post(qp.receive_cq, rec);
+  nic.Cqes().Post(qp.receive_cq, rec, &r.write_order);  // after the message's data
   r.in_message = false;
   if (qp.srq.value != 0) return;
   qp.receive_queue.ring->ConsumerRelease(qp.receive_queue.stride_blocks);
@@ -255,7 +255,7 @@ void Responder::OnSend(QpContext& qp, std::uint32_t packet_id) {
         }
         pkt_pool.Release(packet_id);
       },
-      &qp.counters, r.placement_ready);
+      &qp.counters, &r.write_order, r.placement_ready);
   r.expected_psn = psn + 1;
   const Packet& pkt = pool.Get(packet_id);
   if (!Traits(pkt.opcode).last) {
@@ -336,7 +336,7 @@ void Responder::OnWrite(QpContext& qp, std::uint32_t packet_id) {
       (void)nic_.Tpt().CopyTo(MemoryKey{key}, pd, address, pkt.payload.data(), pkt.payload.size(),
                               access::kRemoteWrite);
       pkt_pool.Release(packet_id);
-    }, &qp.counters);
+    }, &qp.counters, &r.write_order);
   } else {
     pool.Release(packet_id);
   }
@@ -541,7 +541,7 @@ void Responder::SendAck(QpContext& qp, Psn psn, AckSyndrome syndrome) {
 }
 
 void Responder::AckWhenPlaced(QpContext& qp, Psn psn, const RequestRef* request) {
-  const TimePoint placed = std::max(nic_.Pcie().LastWriteLandsAt(), events_.Now());
+  const TimePoint placed = std::max({nic_.Pcie().LastWriteLandsAt(), qp.responder.write_order.lands, events_.Now()});
   RequestLog& log = nic_.Trace().Requests();
   if (request != nullptr && log.Enabled()) {
     log.Mark(request->node, request->qpn, request->wqe, RequestStage::kLastBytePlaced, placed);
