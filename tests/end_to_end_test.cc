@@ -404,5 +404,10 @@ TEST(Determinism, SameSeedSameCallsSameTrace) {
   EXPECT_EQ(first, second);
 }
 
+TEST(Determinism, TheSeedReachesTheModel) {
+  // A different seed gives a different trace: the seed is used, not ignored.
+  EXPECT_NE(TraceOfAScenario(42), TraceOfAScenario(43));
+}
+
 }  // namespace
 }  // namespace ndksim

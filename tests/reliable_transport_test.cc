@@ -171,5 +171,45 @@ TEST(ReadFence, IsCountedOncePerFencedRequest) {
   EXPECT_EQ(pair.a().node->CountersOf(pair.a().qp)->fence_stalls, 1u);
 }
 
+// A 64-KiB read and then a write, with or without a read fence on the write: the times the read's
+// last byte was placed and the write's first byte left.
+struct FenceTimes {
+  TimePoint read_placed;
+  TimePoint write_on_wire;
+  std::uint64_t fence_stalls = 0;
+};
+
+FenceTimes ReadThenWrite(ULONG write_flags) {
+  QpPair pair(WithProfile(profiles::kConnectX100GbeRoce));
+  pair.fabric().Trace().Requests().Enable();
+  auto local = pair.a().Register(65536);
+  auto remote = pair.b().Register(65536);
+  const NDK_SGE r = local->Sge(0, 65536);
+  const NDK_SGE w = local->Sge(0, 64);
+  EXPECT_EQ(pair.a().Read(nullptr, {&r, 1}, remote->Address(), remote->RemoteToken(), NDK_OP_FLAG_DEFER), STATUS_SUCCESS);
+  EXPECT_EQ(pair.a().Write(nullptr, {&w, 1}, remote->Address(), remote->RemoteToken(), write_flags), STATUS_SUCCESS);
+  EXPECT_EQ(pair.Collect(pair.a().initiator_cq, 2).size(), 2u);
+  const RequestLog& log = pair.fabric().Trace().Requests();
+  const std::uint32_t node = 0;
+  const std::uint32_t qpn = log.Records().front().qpn;
+  const RequestRecord* read = log.Find(node, qpn, 0);
+  const RequestRecord* write = log.Find(node, qpn, 1);
+  if (read == nullptr || write == nullptr) return {};
+  return {read->At(RequestStage::kLastBytePlaced), write->At(RequestStage::kFirstByteOnWire),
+          pair.a().node->CountersOf(pair.a().qp)->fence_stalls};
+}
+
+TEST(ReadFence, HoldsTheWriteUntilTheReadsDataHasLanded) {
+  const FenceTimes t = ReadThenWrite(NDK_OP_FLAG_READ_FENCE);
+  EXPECT_GE(t.write_on_wire, t.read_placed);
+  EXPECT_EQ(t.fence_stalls, 1u);
+}
+
+TEST(ReadFence, WithoutItTheWriteOvertakesTheReadsResponses) {
+  const FenceTimes t = ReadThenWrite(0);
+  EXPECT_LT(t.write_on_wire, t.read_placed);
+  EXPECT_EQ(t.fence_stalls, 0u);
+}
+
 }  // namespace
 }  // namespace ndksim

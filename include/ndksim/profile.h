@@ -31,7 +31,7 @@ struct HardwareProfile {
   std::uint32_t device_id = 0;   // vendor device id
 
   // ---- PCIe link (pcie_link) ----
-  // The link is two directions; each is a server with a busy-until time. Numbers are PCIe Gen3
+  // The link is two directions, each a timeline of booked transfers. Numbers are PCIe Gen3
   // x16 with 64-bit addressing (Neugebauer et al., SIGCOMM 2018, "pcie-bench").
   Duration pcie_mmio_write_latency{};  // CPU store to a doorbell register until the NIC sees it
   Duration pcie_dma_read_latency{};    // read request issued until its first completion returns; with
