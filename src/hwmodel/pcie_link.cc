@@ -128,11 +128,10 @@ void PcieLink::DmaWrite(std::uint64_t bytes, EventCallback done, QpCounters* qp,
   }
   const TimePoint now = events_.Now();
   const Duration length = p.pcie_bandwidth.TimeFor(WireBytes(bytes, p.pcie_max_payload_bytes, kWriteTlpOverheadBytes));
-  const TimePoint held_until = order != nullptr ? std::max(not_before, order->issued) : TimePoint{};
   TimePoint lands;
-  if (held_until > now) {
+  if (order != nullptr && std::max(not_before, order->issued) > now) {
     // Issued later, when it may go: the writes issued before then do not wait for it.
-    const TimePoint end = upstream_.Book(now, held_until, length);
+    const TimePoint end = upstream_.Book(now, std::max(not_before, order->issued), length);
     lands = std::max(end + p.pcie_dma_write_latency, order->lands);
     order->issued = end;
   } else {
