@@ -52,6 +52,7 @@ void CompletionEngine::Land(CqNumber number, const CompletionRecord& record) {
   e.opcode = record.opcode;
   e.syndrome = record.syndrome;
   e.flags = record.flags;
+  e.srqn = record.srqn;
   // release: pairs with the poller's acquire load of the owner byte; publishes the fields above.
   e.owner.store(OwnerParity(index, m.entry_count), std::memory_order_release);
   ++cq->producer_index;
@@ -164,6 +165,7 @@ void CompletionEngine::FlushReceives(QpContext& qp) {
     rec.opcode = WqeOpcode::kReceive;
     rec.syndrome = CompletionSyndrome::kFlushed;
     rec.flags = cqe_flag::kReceive | cqe_flag::kSrq;
+    rec.srqn = qp.srq.value;
     Post(qp.receive_cq, rec, &r.write_order);
     return;
   }

@@ -25,6 +25,7 @@ struct CompletionRecord {
   WqeOpcode opcode = WqeOpcode::kSend;
   CompletionSyndrome syndrome = CompletionSyndrome::kSuccess;
   std::uint8_t flags = 0;  // cqe_flag::
+  std::uint32_t srqn = 0;  // with cqe_flag::kSrq: the SRQ the receive WQE came from
 };
 
 // Merge of a pending arm with a new one (ref §4.2 table): ANY wins, then SOLICITED, then ERRORS.

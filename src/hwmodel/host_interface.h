@@ -190,7 +190,7 @@ namespace cqe_flag {
 inline constexpr std::uint8_t kReceive = 0x01;      // completion of a receive-queue WQE
 inline constexpr std::uint8_t kInvalidated = 0x02;  // invalidated_key is valid (send-with-invalidate)
 inline constexpr std::uint8_t kSolicited = 0x04;    // the incoming send carried the solicited bit
-inline constexpr std::uint8_t kSrq = 0x08;          // wqe_counter names a WQE of the QP's SRQ
+inline constexpr std::uint8_t kSrq = 0x08;          // wqe_counter names a WQE of SRQ `srqn`
 }  // namespace cqe_flag
 
 // One CQE. The completion engine writes every field, then the owner byte with a release store; the
@@ -206,7 +206,10 @@ struct alignas(32) Cqe {
   CompletionSyndrome syndrome;
   std::uint8_t flags;
   std::atomic<std::uint8_t> owner;
-  std::uint64_t reserved;
+  // The SRQ an SRQ receive's WQE came from (cqe_flag::kSrq), so the driver can free that WQE's
+  // slot even when the QP it served is gone; 0 otherwise.
+  std::uint32_t srqn;
+  std::uint32_t reserved;
 };
 static_assert(sizeof(Cqe) == 32);
 

@@ -50,7 +50,10 @@ void CompleteReceive(Nic& nic, QpContext& qp, CompletionRecord rec) {
   rec.wqe_counter = r.receive_wqe;
   rec.opcode = WqeOpcode::kReceive;
   rec.flags |= cqe_flag::kReceive;
-  if (qp.srq.value != 0) rec.flags |= cqe_flag::kSrq;
+  if (qp.srq.value != 0) {
+    rec.flags |= cqe_flag::kSrq;
+    rec.srqn = qp.srq.value;
+  }
   nic.Cqes().Post(qp.receive_cq, rec, &r.write_order);  // after the message's data
   r.in_message = false;
   if (qp.srq.value != 0) return;

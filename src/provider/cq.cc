@@ -83,9 +83,15 @@ ULONG Cq::Poll(Result* results, ULONG capacity) {
     // fields of this CQE are written before it and read after this load.
     if (cqe.owner.load(std::memory_order_acquire) != hw::OwnerParity(index, entry_count_)) break;
     ++index;
-    // A CQE of a QP the consumer has already closed has nobody to go to (ref §4.4).
+    // A CQE of a QP the consumer has already closed has nobody to go to (ref §4.4). Its SRQ
+    // receive WQE's slot is freed all the same, or the SRQ would shrink by one.
     Qp* qp = driver.FindQp(cqe.qpn);
-    if (qp == nullptr) continue;
+    if (qp == nullptr) {
+      if ((cqe.flags & hw::cqe_flag::kSrq) != 0) {
+        if (Srq* srq = driver.FindSrq(cqe.srqn); srq != nullptr) srq->Retire(cqe.wqe_counter);
+      }
+      continue;
+    }
     Convert(driver, *qp, cqe, results[count]);
     ++count;
   }

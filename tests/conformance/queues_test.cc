@@ -814,6 +814,13 @@ class QueuesSrq : public Queues {
       ASSERT_EQ(b().SrqReceive(Ctx(first_ctx + static_cast<std::uintptr_t>(i)), {&s, 1}), STATUS_SUCCESS);
     }
   }
+  // Closes b's QP while the SRQ lives on (its connector first: QP -> connector, ref §4.4).
+  void CloseB() {
+    b().connector->Dispatch->NdkCloseConnector(&b().connector->Header, nullptr, nullptr);
+    b().connector = nullptr;
+    ASSERT_EQ(b().qp->Dispatch->NdkCloseQp(&b().qp->Header, nullptr, nullptr), STATUS_SUCCESS);
+    b().qp = nullptr;
+  }
 };
 
 TEST_F(QueuesSrq, MaxSrqDepthIsReported) {
@@ -876,6 +883,35 @@ TEST_F(QueuesSrq, FlushingAQpLeavesSrqReceivesOnTheSrq) {
   ASSERT_EQ(extra.a->Dispatch->NdkSend(extra.a, Ctx(1), &s, 1, 0), STATUS_SUCCESS);
   ASSERT_EQ(extra.a->Dispatch->NdkSend(extra.a, Ctx(2), &s, 1, 0), STATUS_SUCCESS);
   EXPECT_THAT(pair().Drain(b().receive_cq), ElementsAre(HasRequestContext(Ctx(200)), HasRequestContext(Ctx(201))));
+}
+
+TEST_F(QueuesSrq, ACompletionOfAClosedQpStillFreesItsSrqSlot) {
+  PostSrq(16);  // the SRQ is full
+  SendFromA(1);
+  pair().fabric().RunUntilIdle();  // b's QP took the first SRQ WQE; its CQE waits unpolled
+  CloseB();
+  EXPECT_THAT(pair().Drain(b().receive_cq), IsEmpty());  // nobody to deliver it to (ref §4.4)
+  const NDK_SGE s = BSge(0);
+  EXPECT_EQ(b().SrqReceive(Ctx(300), {&s, 1}), STATUS_SUCCESS);
+  EXPECT_EQ(b().SrqReceive(Ctx(301), {&s, 1}), STATUS_NO_MORE_ENTRIES);
+}
+
+TEST_F(QueuesSrq, ClosingAQpInTheMiddleOfAnSrqReceiveFreesItsSlot) {
+  const auto source = a().Register(16384);
+  const auto sink = b().Register(16384);
+  const NDK_SGE r = sink->Sge(0, 16384);
+  ASSERT_EQ(b().SrqReceive(Ctx(300), {&r, 1}), STATUS_SUCCESS);
+  PostSrq(15);  // the SRQ is full
+  const NDK_SGE s = source->Sge(0, 16384);
+  ASSERT_EQ(a().Send(Ctx(1), {&s, 1}, 0), STATUS_SUCCESS);
+  // Four 4-KiB packets: stop once the first has been placed, with the receive WQE in use.
+  ASSERT_TRUE(pair().fabric().RunUntil([&] { return b().node->Counters().bytes_received >= 4096; }));
+  ASSERT_LT(b().node->Counters().bytes_received, 16384u);
+  CloseB();
+  EXPECT_THAT(pair().Drain(b().receive_cq), IsEmpty());
+  const NDK_SGE one = BSge(0);
+  EXPECT_EQ(b().SrqReceive(Ctx(301), {&one, 1}), STATUS_SUCCESS);
+  EXPECT_EQ(b().SrqReceive(Ctx(302), {&one, 1}), STATUS_NO_MORE_ENTRIES);
 }
 
 TEST_F(QueuesSrq, SrqReceiveInlineFailures) {
