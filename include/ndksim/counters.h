@@ -56,6 +56,8 @@ struct NicCounters {
   std::uint64_t retransmissions = 0;
   std::uint64_t fence_stalls = 0;
   std::uint64_t protection_faults = 0;
+  std::uint64_t icrc_errors = 0;        // packets discarded because a bit flipped on the wire
+  std::uint64_t faults_injected = 0;    // fault rules that acted at this node's hook points
 };
 
 }  // namespace ndksim

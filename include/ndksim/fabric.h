@@ -12,6 +12,7 @@
 
 #include "ndkpi.h"
 #include "ndksim/counters.h"
+#include "ndksim/faults.h"
 #include "ndksim/profile.h"
 #include "ndksim/time.h"
 #include "ndksim/trace.h"
@@ -61,6 +62,9 @@ class Node {
   // Counters of one QP of this node (doorbells, MMIO, DMA, packets, fence stalls, completions);
   // nullopt for a QP of another node or one already closed.
   std::optional<QpCounters> CountersOf(NDK_QP* qp) const;
+  // The NIC's number for a QP of this node (what FaultMatch::qpn names); nullopt for a QP of
+  // another node.
+  std::optional<std::uint32_t> QpNumber(NDK_QP* qp) const;
   hw::Nic& Nic();
 
   struct Impl;
@@ -97,6 +101,15 @@ class Fabric {
   std::uint64_t Seed() const;
   const HardwareProfile& Profile() const;
   Tracer& Trace();
+
+  // Fault injection (include/ndksim/faults.h). A rule acts from the moment it is added; rules
+  // are consulted in the order they were added. Throws ConfigurationError, naming every problem,
+  // for an invalid rule.
+  std::uint32_t AddFault(const FaultRule& rule);
+  // Stops the rule; its statistics stay readable. Throws ConfigurationError for an unknown id.
+  void RemoveFault(std::uint32_t id);
+  // Throws ConfigurationError for an unknown id.
+  FaultStats FaultStatsOf(std::uint32_t id) const;
 
   struct Impl;
 

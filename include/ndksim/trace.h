@@ -27,6 +27,7 @@ namespace ndksim {
   X(Completer)                 \
   X(CompletionEngine)          \
   X(Port)                      \
+  X(Faults)                    \
   X(Provider)
 
 enum class TraceBlock : std::uint8_t {
@@ -34,7 +35,7 @@ enum class TraceBlock : std::uint8_t {
   NDKSIM_TRACE_BLOCKS(NDKSIM_X)
 #undef NDKSIM_X
 };
-inline constexpr std::array<std::string_view, 10> kTraceBlockNames = {
+inline constexpr std::array<std::string_view, 11> kTraceBlockNames = {
 #define NDKSIM_X(name) #name,
     NDKSIM_TRACE_BLOCKS(NDKSIM_X)
 #undef NDKSIM_X

@@ -2,6 +2,7 @@
 #include "hwmodel/completion_engine.h"
 
 #include "hwmodel/contexts.h"
+#include "hwmodel/fault_injector.h"
 #include "hwmodel/pcie_link.h"
 #include "ndksim/trace.h"
 
@@ -16,6 +17,16 @@ void CompletionEngine::Post(CqNumber cq, const CompletionRecord& record, WriteOr
                        order);
 }
 
+bool CompletionEngine::InjectedOverrun(const CompletionRecord& record) {
+  FaultInjector& faults = nic_.Faults();
+  if (!faults.Armed(FaultPoint::kCqeWrite) ||
+      faults.Decide(FaultPoint::kCqeWrite, {nic_.Id(), record.qpn}, events_.Now(), nic_.Trace()) == nullptr) {
+    return false;
+  }
+  ++nic_.MutableCounters().faults_injected;
+  return true;
+}
+
 void CompletionEngine::Land(CqNumber number, const CompletionRecord& record) {
   CqContext* cq = nic_.FindCq(number);
   if (cq == nullptr) return;
@@ -25,7 +36,7 @@ void CompletionEngine::Land(CqNumber number, const CompletionRecord& record) {
   // acquire: pairs with the driver's release store of its consumer index after reading entries,
   // so a slot counted free here is no longer being read.
   const std::uint32_t consumer = m.consumer_index->load(std::memory_order_acquire);
-  if (cq->producer_index - consumer >= m.entry_count) {
+  if (cq->producer_index - consumer >= m.entry_count || InjectedOverrun(record)) {
     NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), CompletionEngine, "cq {} overrun", number.value);
     cq->dead = true;
     cq->error_status = 0;

@@ -46,6 +46,8 @@ class CompletionEngine {
 
  private:
   void Land(CqNumber cq, const CompletionRecord& record);
+  // Whether a fault rule makes this CQE find its CQ full (counted and traced).
+  bool InjectedOverrun(const CompletionRecord& record);
   // An arm is satisfied by `completions` unread CQEs: notify now or hold back (moderation).
   void Satisfy(CqContext& cq, std::uint32_t completions);
   void OnModerationTimer(CqNumber cq, std::uint64_t generation);

@@ -6,6 +6,9 @@
 
 #include <cstring>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "hwmodel/event_queue.h"
 #include "hwmodel/host.h"
 #include "hwmodel/nic.h"
@@ -36,6 +39,13 @@ void Node::CloseAdapter(NDK_ADAPTER* adapter) { impl_->driver->CloseAdapter(adap
 hw::Nic& Node::Nic() { return *impl_->nic; }
 
 NodeCounters Node::Counters() const { return impl_->nic->Counters(); }
+
+std::optional<std::uint32_t> Node::QpNumber(NDK_QP* qp) const {
+  if (qp == nullptr) return std::nullopt;
+  const provider::Qp& q = provider::Qp::From(qp);
+  if (&q.GetDriver().Nic() != impl_->nic.get()) return std::nullopt;
+  return q.Number().value;
+}
 
 std::optional<QpCounters> Node::CountersOf(NDK_QP* qp) const {
   if (qp == nullptr) return std::nullopt;
@@ -78,6 +88,7 @@ hw::NetworkAddress ParseAddress(const std::string& text) {
 Fabric::Fabric(FabricConfig config) : impl_(std::make_unique<Impl>()) {
   ValidateOrThrow(config.profile);
   impl_->config = std::move(config);
+  impl_->network.Faults().Reseed(impl_->config.seed);
 }
 
 Fabric::~Fabric() {
@@ -112,6 +123,21 @@ TimePoint Fabric::Now() const { return impl_->events.Now(); }
 std::uint64_t Fabric::Seed() const { return impl_->config.seed; }
 const HardwareProfile& Fabric::Profile() const { return impl_->config.profile; }
 Tracer& Fabric::Trace() { return impl_->tracer; }
+
+std::uint32_t Fabric::AddFault(const FaultRule& rule) {
+  const std::vector<std::string> errors = Validate(rule);
+  if (!errors.empty()) throw ConfigurationError(fmt::format("invalid fault rule: {}", fmt::join(errors, "; ")));
+  return impl_->network.Faults().Add(rule);
+}
+
+void Fabric::RemoveFault(std::uint32_t id) {
+  if (!impl_->network.Faults().Remove(id)) throw ConfigurationError(fmt::format("no fault rule {}", id));
+}
+
+FaultStats Fabric::FaultStatsOf(std::uint32_t id) const {
+  if (!impl_->network.Faults().Known(id)) throw ConfigurationError(fmt::format("no fault rule {}", id));
+  return impl_->network.Faults().Stats(id);
+}
 
 std::uint64_t Fabric::RunUntilIdle() {
   std::uint64_t n = 0;

@@ -84,6 +84,8 @@ std::size_t Nic::DrainDoorbells() {
   return n;
 }
 
+FaultInjector& Nic::Faults() { return network_.Faults(); }
+
 bool Nic::OwnsAddress(const NetworkAddress& a) const {
   return std::find(addresses_.begin(), addresses_.end(), a) != addresses_.end();
 }

@@ -36,6 +36,7 @@ class CompletionEngine;
 class Port;
 class Network;
 class ProcessingUnits;
+class FaultInjector;
 struct QpContext;
 struct CqContext;
 struct SrqContext;
@@ -218,6 +219,7 @@ class Nic {
   Completer& Comp() { return *completer_; }
   CompletionEngine& Cqes() { return *completion_engine_; }
   ProcessingUnits& Units() { return *units_; }
+  FaultInjector& Faults();
   // Counters of a live QP, or nullptr.
   const QpCounters* FindQpCounters(Qpn qpn) const;
   // Writes an event-queue entry to host memory and raises the interrupt.

@@ -108,6 +108,7 @@ struct Packet {
   Qpn source_qpn;
   Psn psn;
   bool ack_request = false;  // BTH AckReq: the responder acknowledges this packet once placed
+  bool corrupted = false;    // a bit flipped on the wire (fault injection): its ICRC fails
   bool solicited = false;
   // RETH: Write First/Only and Read Request.
   std::uint64_t remote_address = 0;

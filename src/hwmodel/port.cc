@@ -11,6 +11,16 @@
 
 namespace ndksim::hw {
 
+namespace {
+
+PacketClass ClassOf(PacketOpcode op) {
+  if (op == PacketOpcode::kAcknowledge) return PacketClass::kAcknowledge;
+  if (Traits(op).is_request) return PacketClass::kRequest;
+  return PacketClass::kReadResponse;
+}
+
+}  // namespace
+
 Packet& PacketPool::Acquire(std::uint32_t* id) {
   if (free_.empty()) {
     *id = static_cast<std::uint32_t>(packets_.size());
@@ -72,8 +82,30 @@ TimePoint Port::Transmit(std::uint32_t id) {
   NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Port, "tx {} psn {} qp {} -> n{} {} B, arrives {}",
                Name(pkt.opcode), pkt.psn.value, pkt.destination_qpn.value, pkt.destination_node,
                pkt.payload.size(), arrival);
+  const TimePoint first_byte_out = pkt.destination_node != nic_.Id() ? start + p.port_transmit_latency : start;
+  if (FaultInjector& faults = nic_.Faults(); faults.Armed(FaultPoint::kWire)) {
+    const FaultEvent e{nic_.Id(), pkt.source_qpn.value, pkt.destination_node, ClassOf(pkt.opcode)};
+    if (const FaultRule* rule = faults.Decide(FaultPoint::kWire, e, events_.Now(), nic_.Trace()); rule != nullptr) {
+      ++c.faults_injected;
+      switch (rule->action) {
+        case FaultAction::kDrop:
+          network_.Pool().Release(id);  // sent, and lost on the way
+          return first_byte_out;
+        case FaultAction::kCorrupt:
+          // One bit flips; the ICRC over the packet no longer matches.
+          pkt.corrupted = true;
+          if (!pkt.payload.empty()) pkt.payload[pkt.psn.value % pkt.payload.size()] ^= std::byte{0x01};
+          break;
+        case FaultAction::kDelay:
+          arrival += rule->delay;
+          break;
+        default:
+          break;
+      }
+    }
+  }
   events_.Schedule(arrival, EventPriority::kWire, [dest, id] { dest->GetPort().Receive(id); });
-  return pkt.destination_node != nic_.Id() ? start + p.port_transmit_latency : start;
+  return first_byte_out;
 }
 
 void Port::Receive(std::uint32_t id) {
@@ -87,6 +119,15 @@ void Port::Receive(std::uint32_t id) {
   }
   NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Port, "rx {} psn {} qp {} {} B", Name(pkt.opcode),
                pkt.psn.value, pkt.destination_qpn.value, pkt.payload.size());
+  if (pkt.corrupted) {
+    // The invariant CRC does not match: the packet is discarded before any block sees it, and the
+    // sender's transport recovers as for a lost packet.
+    ++c.icrc_errors;
+    NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Port, "rx psn {} qp {}: ICRC error, discarded", pkt.psn.value,
+                 pkt.destination_qpn.value);
+    network_.Pool().Release(id);
+    return;
+  }
   // The receiving block owns the packet from here and releases it when its payload is placed.
   if (pkt.opcode == PacketOpcode::kManagement) {
     nic_.DeliverManagementDatagram(pkt.payload);

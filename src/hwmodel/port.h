@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hwmodel/event_queue.h"
+#include "hwmodel/fault_injector.h"
 #include "hwmodel/nic.h"
 #include "hwmodel/packet.h"
 
@@ -61,10 +62,13 @@ class Network {
   Nic* Resolve(const NetworkAddress& address);
   PacketPool& Pool() { return pool_; }
   bool Switched() const { return nics_.size() > 2; }
+  // The fabric's fault rules, consulted by every NIC's hook points.
+  FaultInjector& Faults() { return faults_; }
 
  private:
   std::vector<Nic*> nics_;  // index = node id
   PacketPool pool_;
+  FaultInjector faults_;
 };
 
 }  // namespace ndksim::hw

@@ -232,6 +232,17 @@ MemoryOpOutcome Translation::Invalidate(MemoryKey key, PdNumber pd) {
   return MemoryOpOutcome::kOk;
 }
 
+bool Translation::Revoke(MemoryKey key) {
+  Entry* e = Find(key);
+  if (e == nullptr || !e->allocated || e->key != key.KeyByte() || !e->valid) return false;
+  if (e->kind == EntryKind::kWindow) {
+    Unbind(*e);
+  } else {
+    e->valid = false;
+  }
+  return true;
+}
+
 // ---- the protection check ------------------------------------------------------------------------
 
 std::byte* Translation::PageHost(const Entry& e, std::uint64_t address, std::uint64_t* in_page) {

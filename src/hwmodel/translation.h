@@ -92,6 +92,11 @@ class Translation {
   // Local invalidate, remote invalidate (send with invalidate) and read-local-invalidate share it:
   // only fast-register regions and windows of `pd` can be invalidated (ref §3.2, §3.8).
   MemoryOpOutcome Invalidate(MemoryKey key, PdNumber pd);
+  // Fault injection: the entry `key` names stops translating, whatever its kind, as a racing
+  // invalidate or deregistration would leave it. A region stays registered (deregistration works
+  // as usual); a fast-register region or window is valid again after its next fast register or
+  // bind. False if `key` names no live entry.
+  bool Revoke(MemoryKey key);
 
   // The protection check: `required` is a set of access:: bits (0 = local read only). kReadSink
   // is required only when the profile says read sinks need the right (ref §1.7, §3.3).

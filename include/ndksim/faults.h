@@ -1,0 +1,105 @@
+// Fault injection: deterministic, seeded rules that make the simulated hardware misbehave at a
+// named hook point, so that a test can drive a consumer's error handling. A rule says where (the
+// hook point), which events (node, QP, packet kind), when (a simulated-time window, how many
+// matching events to let through first, how many to act on, with what probability) and what
+// (drop, corrupt, delay, lose, force RNR, overrun, invalidate). Every decision is counted per rule
+// and traced under TraceBlock::kFaults.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ndksim/time.h"
+
+namespace ndksim {
+
+// The hook points: each is one place in one hardware block.
+enum class FaultPoint : std::uint8_t {
+  kWire,          // port: a packet leaves a node for the wire (requests, ACK/NAKs, read responses)
+  kDoorbell,      // doorbell unit: a send-queue doorbell MMIO write reaches the NIC
+  kReceiveWqe,    // responder: the first packet of an incoming send looks for a receive WQE
+  kRemoteAccess,  // responder: the token of an incoming write or read request is checked
+  kCqeWrite,      // completion engine: a CQE is about to be written to its CQ
+};
+std::string_view Name(FaultPoint p);
+
+enum class FaultAction : std::uint8_t {
+  // kWire. The packet is lost on the wire; the transport recovers by retransmission.
+  kDrop,
+  // kWire. A bit of the packet flips on the wire; the receiver's ICRC check catches it and
+  // discards the packet (counted in NicCounters::icrc_errors), so corrupted data is never placed.
+  kCorrupt,
+  // kWire. The packet arrives FaultRule::delay later than it would have; later packets may
+  // overtake it (the responder then sees a sequence gap and NAKs).
+  kDelay,
+  // kDoorbell. The MMIO write is lost before the doorbell register: its WQEs wait in the host
+  // ring until a later doorbell of the QP covers them (a doorbell names the newest index).
+  kLose,
+  // kReceiveWqe. The responder acts as if no receive were posted: receiver-not-ready NAK, and the
+  // requester retries after the profile's rnr_delay (IO_TIMEOUT after rnr_retry_count retries).
+  kForceRnr,
+  // kRemoteAccess. The token is invalidated just before the check (as a racing invalidate or
+  // deregistration would): the access fails, the initiator's request completes with the profile's
+  // remote access error, and the token stays invalid.
+  kInvalidateToken,
+  // kCqeWrite. The CQ behaves as if full: overrun, the CQ and every QP on it become unusable and
+  // the next arm reports STATUS_BUFFER_OVERFLOW (ref §3.13).
+  kOverrun,
+};
+std::string_view Name(FaultAction a);
+
+// Which packets a kWire rule matches.
+enum class PacketClass : std::uint8_t {
+  kAny,
+  kRequest,       // send, write and read-request packets
+  kAcknowledge,   // ACKs and NAKs
+  kReadResponse,  // read response packets
+};
+
+// Which events a rule applies to; an empty field matches anything.
+struct FaultMatch {
+  // The node where the hook runs (its index in Fabric::AddNode order): the sender for kWire.
+  std::optional<std::uint32_t> node;
+  // kWire only: a packet to or from this node (a link to that node).
+  std::optional<std::uint32_t> link_of;
+  // The QP, by number on `node` (Node::QpNumber); for kWire the sending QP, for kCqeWrite the QP
+  // whose completion it is.
+  std::optional<std::uint32_t> qpn;
+  PacketClass packet = PacketClass::kAny;  // kWire only
+};
+
+inline constexpr std::uint64_t kEveryTime = std::numeric_limits<std::uint64_t>::max();
+
+struct FaultRule {
+  FaultPoint point = FaultPoint::kWire;
+  FaultAction action = FaultAction::kDrop;
+  FaultMatch match;
+  // When: only events at simulated times in [from, until) are considered; of those, the first
+  // `skip` are let through, then each acts with `probability` (a seeded draw) until the rule has
+  // acted `count` times (kEveryTime: no limit).
+  TimePoint from{};
+  TimePoint until = TimePoint::max();
+  std::uint64_t skip = 0;
+  std::uint64_t count = 1;
+  double probability = 1.0;
+  Duration delay{};  // kDelay: how much later the packet arrives
+};
+
+// Problems with `rule`, one message each; empty when the rule can be added.
+std::vector<std::string> Validate(const FaultRule& rule);
+
+// A rule's decisions so far.
+struct FaultStats {
+  std::uint64_t considered = 0;  // events that matched the rule's point, fields and window while
+                                 // it could still act (before `count` was reached)
+  std::uint64_t fired = 0;       // of those, the ones it acted on
+};
+
+// A link down for [from, until): every packet to or from `node` is lost on the wire.
+FaultRule LinkDown(std::uint32_t node, TimePoint from, TimePoint until);
+
+}  // namespace ndksim

@@ -1,0 +1,154 @@
+// Fault rules: validation, matching, seeded decisions, counting and tracing.
+#include "hwmodel/fault_injector.h"
+
+#include "ndksim/trace.h"
+
+namespace ndksim {
+
+std::string_view Name(FaultPoint p) {
+  switch (p) {
+    case FaultPoint::kWire: return "wire";
+    case FaultPoint::kDoorbell: return "doorbell";
+    case FaultPoint::kReceiveWqe: return "receive-wqe";
+    case FaultPoint::kRemoteAccess: return "remote-access";
+    case FaultPoint::kCqeWrite: return "cqe-write";
+  }
+  return "?";
+}
+
+std::string_view Name(FaultAction a) {
+  switch (a) {
+    case FaultAction::kDrop: return "drop";
+    case FaultAction::kCorrupt: return "corrupt";
+    case FaultAction::kDelay: return "delay";
+    case FaultAction::kLose: return "lose";
+    case FaultAction::kForceRnr: return "force-rnr";
+    case FaultAction::kInvalidateToken: return "invalidate-token";
+    case FaultAction::kOverrun: return "overrun";
+  }
+  return "?";
+}
+
+namespace {
+
+// The one point each action belongs to.
+FaultPoint PointOf(FaultAction a) {
+  switch (a) {
+    case FaultAction::kDrop:
+    case FaultAction::kCorrupt:
+    case FaultAction::kDelay: return FaultPoint::kWire;
+    case FaultAction::kLose: return FaultPoint::kDoorbell;
+    case FaultAction::kForceRnr: return FaultPoint::kReceiveWqe;
+    case FaultAction::kInvalidateToken: return FaultPoint::kRemoteAccess;
+    case FaultAction::kOverrun: return FaultPoint::kCqeWrite;
+  }
+  return FaultPoint::kWire;
+}
+
+std::uint64_t SplitMix64(std::uint64_t* state) {
+  std::uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+std::vector<std::string> Validate(const FaultRule& rule) {
+  std::vector<std::string> errors;
+  if (rule.point > FaultPoint::kCqeWrite) errors.emplace_back("point: not a fault point");
+  if (rule.action > FaultAction::kOverrun) {
+    errors.emplace_back("action: not a fault action");
+  } else if (PointOf(rule.action) != rule.point) {
+    errors.emplace_back("action: does not act at this point (drop, corrupt and delay act at kWire, lose at "
+                        "kDoorbell, force-rnr at kReceiveWqe, invalidate-token at kRemoteAccess, overrun at "
+                        "kCqeWrite)");
+  }
+  if (rule.point != FaultPoint::kWire && (rule.match.link_of || rule.match.packet != PacketClass::kAny)) {
+    errors.emplace_back("match: link_of and packet apply to kWire only");
+  }
+  if (rule.match.packet > PacketClass::kReadResponse) errors.emplace_back("match.packet: not a packet class");
+  if (!(rule.probability > 0.0 && rule.probability <= 1.0)) errors.emplace_back("probability: must be in (0, 1]");
+  if (rule.count == 0) errors.emplace_back("count: must be at least 1 (kEveryTime: no limit)");
+  if (rule.until <= rule.from) errors.emplace_back("until: must be after from");
+  if (rule.action == FaultAction::kDelay && rule.delay <= Duration::zero()) {
+    errors.emplace_back("delay: must be positive for kDelay");
+  }
+  if (rule.action != FaultAction::kDelay && rule.delay != Duration::zero()) {
+    errors.emplace_back("delay: only kDelay takes a delay");
+  }
+  return errors;
+}
+
+FaultRule LinkDown(std::uint32_t node, TimePoint from, TimePoint until) {
+  FaultRule r;
+  r.point = FaultPoint::kWire;
+  r.action = FaultAction::kDrop;
+  r.match.link_of = node;
+  r.from = from;
+  r.until = until;
+  r.count = kEveryTime;
+  return r;
+}
+
+}  // namespace ndksim
+
+namespace ndksim::hw {
+
+std::uint32_t FaultInjector::Add(const FaultRule& rule) {
+  const auto id = static_cast<std::uint32_t>(rules_.size());
+  Slot s;
+  s.rule = rule;
+  // Each rule its own stream: the fabric seed and the rule's id.
+  s.rng = seed_ ^ (0x51ed270b27fd4a4full * (std::uint64_t{id} + 1));
+  rules_.push_back(s);
+  Rearm();
+  return id;
+}
+
+bool FaultInjector::Remove(std::uint32_t id) {
+  if (id >= rules_.size()) return false;
+  rules_[id].active = false;
+  Rearm();
+  return true;
+}
+
+void FaultInjector::Rearm() {
+  armed_ = 0;
+  for (const Slot& s : rules_) {
+    if (s.active) armed_ |= 1u << static_cast<unsigned>(s.rule.point);
+  }
+}
+
+bool FaultInjector::Matches(const Slot& s, FaultPoint point, const FaultEvent& e, TimePoint now) const {
+  const FaultRule& r = s.rule;
+  if (!s.active || r.point != point || now < r.from || now >= r.until) return false;
+  if (s.stats.fired >= r.count) return false;
+  const FaultMatch& m = r.match;
+  if (m.node && *m.node != e.node) return false;
+  if (m.link_of && *m.link_of != e.node && *m.link_of != e.peer) return false;
+  if (m.qpn && *m.qpn != e.qpn) return false;
+  if (m.packet != PacketClass::kAny && m.packet != e.packet) return false;
+  return true;
+}
+
+const FaultRule* FaultInjector::Decide(FaultPoint point, const FaultEvent& event, TimePoint now, Tracer& tracer) {
+  for (std::size_t id = 0; id < rules_.size(); ++id) {
+    Slot& s = rules_[id];
+    if (!Matches(s, point, event, now)) continue;
+    const std::uint64_t seen = s.stats.considered++;
+    if (seen < s.rule.skip) continue;
+    if (s.rule.probability < 1.0) {
+      // 53 random bits as a double in [0, 1).
+      const double draw = static_cast<double>(SplitMix64(&s.rng) >> 11) * 0x1.0p-53;
+      if (draw >= s.rule.probability) continue;
+    }
+    ++s.stats.fired;
+    NDKSIM_TRACE(tracer, now, event.node, Faults, "rule {} {} at {} qp {}", id, Name(s.rule.action), Name(point),
+                 event.qpn);
+    return &s.rule;
+  }
+  return nullptr;
+}
+
+}  // namespace ndksim::hw
