@@ -332,6 +332,116 @@ TEST_F(Faults, AnInjectedOverrunKillsTheCqAndTheNextArmReportsBufferOverflow) {
   EXPECT_EQ(a().last_cq_status, STATUS_BUFFER_OVERFLOW);
 }
 
+// ---- DMA -----------------------------------------------------------------------------------------
+
+FaultRule FailPayloadRead() {
+  FaultRule r;
+  r.point = FaultPoint::kPayloadRead;
+  r.action = FaultAction::kFailDma;
+  r.match.node = kNodeA;
+  return r;
+}
+
+TEST_F(Faults, AFailedPayloadReadCompletesTheRequestWithInternalError) {
+  fabric().AddFault(FailPayloadRead());
+  ASSERT_EQ(WriteFromA(4096), STATUS_SUCCESS);
+  EXPECT_THAT(OneInitiatorCompletion(), HasStatus(STATUS_INTERNAL_ERROR));
+  EXPECT_TRUE(AllZero(*dst_, 4096));
+}
+
+TEST_F(Faults, AFailedPayloadReadFlushesTheRequestsBehindIt) {
+  fabric().AddFault(FailPayloadRead());
+  ASSERT_EQ(WriteFromA(4096, 1), STATUS_SUCCESS);
+  ASSERT_EQ(WriteFromA(4096, 2), STATUS_SUCCESS);
+  EXPECT_THAT(pair().Collect(a().initiator_cq, 2),
+              ElementsAre(HasStatus(STATUS_INTERNAL_ERROR), HasStatus(STATUS_CANCELLED)));
+}
+
+TEST_F(Faults, AFailedPayloadReadFlushesThePeersReceives) {
+  fabric().AddFault(FailPayloadRead());
+  ASSERT_EQ(ReceiveAtB(256), STATUS_SUCCESS);
+  ASSERT_EQ(WriteFromA(4096), STATUS_SUCCESS);
+  EXPECT_THAT(pair().Collect(b().receive_cq, 1), ElementsAre(HasStatus(STATUS_CANCELLED)));
+}
+
+// ---- the adapter ---------------------------------------------------------------------------------
+
+FaultRule FailAdapter(std::uint32_t node, TimePoint at) {
+  FaultRule r;
+  r.point = FaultPoint::kAdapter;
+  r.action = FaultAction::kFailAdapter;
+  r.match.node = node;
+  r.from = at;
+  return r;
+}
+
+TEST_F(Faults, AnAdapterRuleNeedsAnExistingNode) {
+  FaultRule r = FailAdapter(kNodeA, fabric().Now());
+  r.match.node = 5;
+  EXPECT_THROW(fabric().AddFault(r), ConfigurationError);
+  r.match.node.reset();
+  EXPECT_THROW(fabric().AddFault(r), ConfigurationError);
+}
+
+TEST_F(Faults, AFailedAdapterReportsInternalErrorOnTheNextArmOfEachCq) {
+  fabric().AddFault(FailAdapter(kNodeA, fabric().Now() + Microseconds(1)));
+  fabric().RunUntilIdle();
+  EXPECT_EQ(a().cq_notifications, 0);  // nothing was armed
+  a().initiator_cq->Dispatch->NdkArmCq(a().initiator_cq, NDK_CQ_NOTIFY_ANY);
+  a().receive_cq->Dispatch->NdkArmCq(a().receive_cq, NDK_CQ_NOTIFY_ERRORS);
+  fabric().RunUntilIdle();
+  EXPECT_EQ(a().cq_notifications, 2);
+  EXPECT_EQ(a().last_cq_status, STATUS_INTERNAL_ERROR);
+}
+
+TEST_F(Faults, AFailedAdapterFailsAnArmedCqAtOnce) {
+  a().initiator_cq->Dispatch->NdkArmCq(a().initiator_cq, NDK_CQ_NOTIFY_ERRORS);
+  fabric().AddFault(FailAdapter(kNodeA, fabric().Now() + Microseconds(1)));
+  fabric().RunUntilIdle();
+  EXPECT_EQ(a().cq_notifications, 1);
+  EXPECT_EQ(a().last_cq_status, STATUS_INTERNAL_ERROR);
+}
+
+TEST_F(Faults, AFailedAdapterAbortsItsConnections) {
+  fabric().AddFault(FailAdapter(kNodeA, fabric().Now()));
+  fabric().RunUntilIdle();
+  EXPECT_EQ(a().disconnect_events, 1);
+}
+
+TEST_F(Faults, AFailedAdapterPutsNothingOnTheWire) {
+  fabric().AddFault(FailAdapter(kNodeA, fabric().Now()));
+  fabric().RunUntilIdle();
+  const std::uint64_t received = b().node->Counters().packets_received;
+  (void)WriteFromA(4096);
+  fabric().RunUntilIdle();
+  EXPECT_EQ(b().node->Counters().packets_received, received);
+  EXPECT_TRUE(AllZero(*dst_, 4096));
+}
+
+TEST_F(Faults, ThePeerOfAFailedAdapterTimesOut) {
+  fabric().AddFault(FailAdapter(kNodeA, fabric().Now()));
+  fabric().RunUntilIdle();
+  const NDK_SGE sge = dst_->Sge(0, 64);
+  ASSERT_EQ(b().Write(Ctx(7), {&sge, 1}, src_->Address(), src_->RemoteToken()), STATUS_SUCCESS);
+  EXPECT_THAT(pair().Collect(b().initiator_cq, 1, Milliseconds(50)), ElementsAre(HasStatus(STATUS_IO_TIMEOUT)));
+}
+
+class FaultsWithSrq : public Faults {
+ protected:
+  QpPairConfig Config() const override {
+    QpPairConfig c = Faults::Config();
+    c.srq_depth = 16;
+    return c;
+  }
+};
+
+TEST_F(FaultsWithSrq, AFailedAdapterGivesEachSrqCallbackInternalError) {
+  fabric().AddFault(FailAdapter(kNodeB, fabric().Now()));
+  fabric().RunUntilIdle();
+  EXPECT_EQ(b().srq_notifications, 1);
+  EXPECT_EQ(b().last_srq_status, STATUS_INTERNAL_ERROR);
+}
+
 // ---- matching ------------------------------------------------------------------------------------
 
 TEST_F(Faults, ARuleForOneQpLeavesTheOthersAlone) {

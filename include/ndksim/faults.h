@@ -24,6 +24,8 @@ enum class FaultPoint : std::uint8_t {
   kReceiveWqe,    // responder: the first packet of an incoming send looks for a receive WQE
   kRemoteAccess,  // responder: the token of an incoming write or read request is checked
   kCqeWrite,      // completion engine: a CQE is about to be written to its CQ
+  kPayloadRead,   // requester: a packet's payload DMA read from host memory completes
+  kAdapter,       // the whole NIC, at the simulated time FaultRule::from (a one-off event)
 };
 std::string_view Name(FaultPoint p);
 
@@ -49,6 +51,16 @@ enum class FaultAction : std::uint8_t {
   // kCqeWrite. The CQ behaves as if full: overrun, the CQ and every QP on it become unusable and
   // the next arm reports STATUS_BUFFER_OVERFLOW (ref §3.13).
   kOverrun,
+  // kPayloadRead. The read returns an uncorrectable error (a PCIe completer abort or poisoned
+  // data): the request completes with STATUS_INTERNAL_ERROR, the QP enters the error state and
+  // the peer's QP is told (its outstanding requests are flushed).
+  kFailDma,
+  // kAdapter. A catastrophic NIC error: every CQ dies (the next arm, or the one pending, reports
+  // STATUS_INTERNAL_ERROR, ref §3.13), every SRQ's callback gets STATUS_INTERNAL_ERROR (ref
+  // §3.16), every connection is aborted (disconnect events), and the NIC neither sends, receives
+  // nor takes work again (only CQ arms, which report the error). Peers find out through their
+  // own retry timeouts. Needs FaultMatch::node.
+  kFailAdapter,
 };
 std::string_view Name(FaultAction a);
 
@@ -67,7 +79,7 @@ struct FaultMatch {
   // kWire only: a packet to or from this node (a link to that node).
   std::optional<std::uint32_t> link_of;
   // The QP, by number on `node` (Node::QpNumber); for kWire the sending QP, for kCqeWrite the QP
-  // whose completion it is.
+  // whose completion it is. Not for kAdapter.
   std::optional<std::uint32_t> qpn;
   PacketClass packet = PacketClass::kAny;  // kWire only
 };

@@ -17,6 +17,24 @@ void CompletionEngine::Post(CqNumber cq, const CompletionRecord& record, WriteOr
                        order);
 }
 
+void CompletionEngine::Kill(CqContext& cq, std::uint32_t status) {
+  cq.dead = true;
+  cq.error_status = status;
+  cq.error_pending = true;
+  if (cq.moderation_pending) {
+    // The arm a held-back notification satisfied is reported with the error instead.
+    cq.moderation_pending = false;
+    cq.arm = CqArmKind::kErrors;
+  }
+  ReportError(cq);
+}
+
+void CompletionEngine::FailAll() {
+  nic_.ForEachCq([this](CqContext& cq) {
+    if (!cq.dead) Kill(cq, kCqErrorFatal);
+  });
+}
+
 bool CompletionEngine::InjectedOverrun(const CompletionRecord& record) {
   FaultInjector& faults = nic_.Faults();
   if (!faults.Armed(FaultPoint::kCqeWrite) ||
@@ -38,15 +56,7 @@ void CompletionEngine::Land(CqNumber number, const CompletionRecord& record) {
   const std::uint32_t consumer = m.consumer_index->load(std::memory_order_acquire);
   if (cq->producer_index - consumer >= m.entry_count || InjectedOverrun(record)) {
     NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), CompletionEngine, "cq {} overrun", number.value);
-    cq->dead = true;
-    cq->error_status = 0;
-    cq->error_pending = true;
-    if (cq->moderation_pending) {
-      // The arm a held-back notification satisfied is reported with the overrun instead.
-      cq->moderation_pending = false;
-      cq->arm = CqArmKind::kErrors;
-    }
-    ReportError(*cq);
+    Kill(*cq, kCqErrorOverrun);
     // Every QP attached to the CQ becomes unusable (ref §3.13).
     nic_.ForEachQp([&](QpContext& qp) {
       if (qp.send_cq == number || qp.receive_cq == number) nic_.EnterQpError(qp, QpErrorCause::kLocal);

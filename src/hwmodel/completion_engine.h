@@ -37,6 +37,8 @@ class CompletionEngine {
 
   // Writes a CQE to `cq` by DMA; lands after every write issued before it.
   void Post(CqNumber cq, const CompletionRecord& record, WriteOrder* order = nullptr);
+  // A catastrophic NIC error: every CQ dies with a fatal error, reported through its arm.
+  void FailAll();
   // Arm doorbell: notify on the next completion of `kind` at or after `consumer_index`.
   void Arm(CqNumber cq, CqArmKind kind, std::uint32_t consumer_index);
   // Completes every receive WQE the host has published on a QP in error as flushed.
@@ -45,7 +47,11 @@ class CompletionEngine {
   void SetModeration(CqContext& cq, const CqModeration& moderation);
 
  private:
+  static constexpr std::uint32_t kCqErrorOverrun = 0;  // EventEntry::status of kCqError
+  static constexpr std::uint32_t kCqErrorFatal = 1;
   void Land(CqNumber cq, const CompletionRecord& record);
+  // The CQ takes no more CQEs; the error is reported through the pending or the next arm.
+  void Kill(CqContext& cq, std::uint32_t status);
   // Whether a fault rule makes this CQE find its CQ full (counted and traced).
   bool InjectedOverrun(const CompletionRecord& record);
   // An arm is satisfied by `completions` unread CQEs: notify now or hold back (moderation).

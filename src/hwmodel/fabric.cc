@@ -125,9 +125,27 @@ const HardwareProfile& Fabric::Profile() const { return impl_->config.profile; }
 Tracer& Fabric::Trace() { return impl_->tracer; }
 
 std::uint32_t Fabric::AddFault(const FaultRule& rule) {
-  const std::vector<std::string> errors = Validate(rule);
+  std::vector<std::string> errors = Validate(rule);
+  if (rule.match.node && *rule.match.node >= impl_->nodes.size()) {
+    errors.push_back(fmt::format("match.node: no node {} (the fabric has {})", *rule.match.node, impl_->nodes.size()));
+  }
   if (!errors.empty()) throw ConfigurationError(fmt::format("invalid fault rule: {}", fmt::join(errors, "; ")));
-  return impl_->network.Faults().Add(rule);
+  hw::FaultInjector& faults = impl_->network.Faults();
+  const std::uint32_t id = faults.Add(rule);
+  if (rule.point == FaultPoint::kAdapter) {
+    // Not a hook on traffic: one event at `from` asks the rule (still active, in its window).
+    Impl* impl = impl_.get();
+    const std::uint32_t node = *rule.match.node;
+    impl->events.Schedule(std::max(impl->events.Now(), rule.from), hw::EventPriority::kHost, [impl, node] {
+      hw::Nic& nic = impl->nodes[node]->Nic();
+      if (impl->network.Faults().Decide(FaultPoint::kAdapter, {node}, impl->events.Now(), impl->tracer) == nullptr) {
+        return;
+      }
+      ++nic.MutableCounters().faults_injected;
+      nic.EnterFatal();
+    });
+  }
+  return id;
 }
 
 void Fabric::RemoveFault(std::uint32_t id) {

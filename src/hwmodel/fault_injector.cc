@@ -12,6 +12,8 @@ std::string_view Name(FaultPoint p) {
     case FaultPoint::kReceiveWqe: return "receive-wqe";
     case FaultPoint::kRemoteAccess: return "remote-access";
     case FaultPoint::kCqeWrite: return "cqe-write";
+    case FaultPoint::kPayloadRead: return "payload-read";
+    case FaultPoint::kAdapter: return "adapter";
   }
   return "?";
 }
@@ -25,6 +27,8 @@ std::string_view Name(FaultAction a) {
     case FaultAction::kForceRnr: return "force-rnr";
     case FaultAction::kInvalidateToken: return "invalidate-token";
     case FaultAction::kOverrun: return "overrun";
+    case FaultAction::kFailDma: return "fail-dma";
+    case FaultAction::kFailAdapter: return "fail-adapter";
   }
   return "?";
 }
@@ -41,6 +45,8 @@ FaultPoint PointOf(FaultAction a) {
     case FaultAction::kForceRnr: return FaultPoint::kReceiveWqe;
     case FaultAction::kInvalidateToken: return FaultPoint::kRemoteAccess;
     case FaultAction::kOverrun: return FaultPoint::kCqeWrite;
+    case FaultAction::kFailDma: return FaultPoint::kPayloadRead;
+    case FaultAction::kFailAdapter: return FaultPoint::kAdapter;
   }
   return FaultPoint::kWire;
 }
@@ -56,14 +62,16 @@ std::uint64_t SplitMix64(std::uint64_t* state) {
 
 std::vector<std::string> Validate(const FaultRule& rule) {
   std::vector<std::string> errors;
-  if (rule.point > FaultPoint::kCqeWrite) errors.emplace_back("point: not a fault point");
-  if (rule.action > FaultAction::kOverrun) {
+  if (rule.point > FaultPoint::kAdapter) errors.emplace_back("point: not a fault point");
+  if (rule.action > FaultAction::kFailAdapter) {
     errors.emplace_back("action: not a fault action");
   } else if (PointOf(rule.action) != rule.point) {
     errors.emplace_back("action: does not act at this point (drop, corrupt and delay act at kWire, lose at "
                         "kDoorbell, force-rnr at kReceiveWqe, invalidate-token at kRemoteAccess, overrun at "
-                        "kCqeWrite)");
+                        "kCqeWrite, fail-dma at kPayloadRead, fail-adapter at kAdapter)");
   }
+  if (rule.point == FaultPoint::kAdapter && !rule.match.node) errors.emplace_back("match.node: kAdapter needs a node");
+  if (rule.point == FaultPoint::kAdapter && rule.match.qpn) errors.emplace_back("match.qpn: not for kAdapter");
   if (rule.point != FaultPoint::kWire && (rule.match.link_of || rule.match.packet != PacketClass::kAny)) {
     errors.emplace_back("match: link_of and packet apply to kWire only");
   }

@@ -252,6 +252,7 @@ enum class EventType : std::uint8_t {
   kConnectionAbort, // peer aborted or terminated the connection: object = QPN
   kManagement,      // a management datagram arrived: payload holds it
   kSrqLimit,        // an armed SRQ's queued receives fell below its limit: object = SRQ number
+  kSrqError,        // the SRQ failed (catastrophic NIC error): object = SRQ number
 };
 
 // Room for a connection-management header plus the largest private data a profile may allow.

@@ -368,6 +368,23 @@ void Nic::EnterQpError(QpContext& qp, QpErrorCause cause) {
   completion_engine_->FlushReceives(qp);
 }
 
+void Nic::EnterFatal() {
+  if (fatal_) return;
+  fatal_ = true;
+  NDKSIM_TRACE(tracer_, events_.Now(), id_, Faults, "catastrophic error: the NIC stops");
+  completion_engine_->FailAll();
+  for (const auto& srq : srqs_) {
+    if (!srq) continue;
+    EventEntry e{};
+    e.type = EventType::kSrqError;
+    e.object = srq->number.value;
+    PostEvent(e);
+  }
+  ForEachQp([this](QpContext& qp) {
+    if (qp.state != QpState::kError) EnterQpError(qp, QpErrorCause::kLocal);
+  });
+}
+
 void Nic::PostEvent(const EventEntry& entry) {
   // The entry is written to the event queue by DMA; the MSI-X write that follows it is ordered
   // behind it, so the host never sees the interrupt before the entry.

@@ -226,11 +226,24 @@ class Nic {
   void PostEvent(const EventEntry& entry);
   // Moves a QP to the error state (once) and flushes it; who is told depends on the cause.
   void EnterQpError(QpContext& qp, QpErrorCause cause);
+  // A catastrophic error (fault injection): every CQ dies with a fatal error, every SRQ reports
+  // one, every QP enters the error state, and from then on the NIC sends, receives and takes
+  // work no more (CQ arms still report the error). The command interface still works, so the
+  // driver can tear down.
+  void EnterFatal();
+  bool Fatal() const { return fatal_; }
   // Calls `fn` for every live QP.
   template <typename Fn>
   void ForEachQp(Fn&& fn) {
     for (auto& qp : qps_) {
       if (qp) fn(*qp);
+    }
+  }
+  // Calls `fn` for every live CQ.
+  template <typename Fn>
+  void ForEachCq(Fn&& fn) {
+    for (auto& cq : cqs_) {
+      if (cq) fn(*cq);
     }
   }
   // Delivers an incoming management datagram to the host.
@@ -247,6 +260,7 @@ class Nic {
   std::vector<NetworkAddress> addresses_;
   NodeId id_;
   std::uint32_t interrupt_vector_ = 0;
+  bool fatal_ = false;
 
   SpscRing<EventEntry>* event_ring_ = nullptr;
   std::deque<EventEntry> pending_events_;  // written to the event ring when their DMA lands

@@ -57,6 +57,10 @@ Port::Port(Nic& nic, EventQueue& events, Network& network)
 PacketPool& Port::Pool() { return network_.Pool(); }
 
 TimePoint Port::Transmit(std::uint32_t id) {
+  if (nic_.Fatal()) {
+    network_.Pool().Release(id);  // a failed NIC puts nothing on the wire
+    return events_.Now();
+  }
   Packet& pkt = network_.Pool().Get(id);
   const auto& p = nic_.Profile();
   auto& c = nic_.MutableCounters();
@@ -109,6 +113,10 @@ TimePoint Port::Transmit(std::uint32_t id) {
 }
 
 void Port::Receive(std::uint32_t id) {
+  if (nic_.Fatal()) {
+    network_.Pool().Release(id);  // nor takes anything from it
+    return;
+  }
   Packet& pkt = network_.Pool().Get(id);
   auto& c = nic_.MutableCounters();
   ++c.packets_received;

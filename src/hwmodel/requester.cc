@@ -7,6 +7,7 @@
 
 #include "hwmodel/completer.h"
 #include "hwmodel/contexts.h"
+#include "hwmodel/fault_injector.h"
 #include "hwmodel/pcie_link.h"
 #include "hwmodel/port.h"
 #include "hwmodel/processing_units.h"
@@ -324,6 +325,14 @@ void Requester::OnPayloadRead(Qpn qpn, std::uint64_t generation, std::uint32_t s
   const WqeDescriptor& d = qp->Descriptor(s.counter);
   Packet& p = nic_.GetPort().Pool().Get(s.packet_id);
   const std::uint64_t offset = std::uint64_t{s.index} * nic_.Profile().mtu_bytes;
+  if (FaultInjector& faults = nic_.Faults(); faults.Armed(FaultPoint::kPayloadRead) &&
+                                             faults.Decide(FaultPoint::kPayloadRead, {nic_.Id(), qpn.value},
+                                                           events_.Now(), nic_.Trace()) != nullptr) {
+    // The read came back with an uncorrectable error: the request fails, the QP with it.
+    ++nic_.MutableCounters().faults_injected;
+    nic_.Comp().CompleteWithError(*qp, s.counter, CompletionSyndrome::kLocalQpOperationError);
+    return;
+  }
   // The bytes are copied as host memory is now, when the DMA completes.
   if (!GatherPayload(nic_, *qp, d, offset, s.bytes, p.payload.data())) {
     // The token went away between the check and the DMA: a local protection error.

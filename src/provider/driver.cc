@@ -144,6 +144,10 @@ void Driver::DispatchEvent(const hw::EventEntry& entry) {
     case hw::EventType::kSrqLimit:
       if (Srq* srq = FindSrq(entry.object)) srq->Notify(STATUS_SUCCESS);
       return;
+    case hw::EventType::kSrqError:
+      // ref §3.16: the SRQ and every QP on it are dead.
+      if (Srq* srq = FindSrq(entry.object)) srq->Notify(STATUS_INTERNAL_ERROR);
+      return;
     case hw::EventType::kManagement: {
       const std::size_t n = std::min<std::size_t>(entry.payload_bytes, entry.payload.size());
       cm_->OnDatagram(std::span<const std::byte>(entry.payload.data(), n));
