@@ -41,6 +41,7 @@ struct Options {
   std::uint64_t seed = 1;
   bool progress = true;
   std::string trace_path;   // Chrome trace of the bandwidth phase of the last size
+  double loss = 0;          // probability that the wire loses a packet (a seeded fault rule)
 };
 
 const HardwareProfile* FindProfile(std::string_view name) {
@@ -66,6 +67,8 @@ void Usage() {
                "                            the latency phase, none in the bandwidth phase, as perftest)\n"
                "  --profile NAME            connectx-100g-roce (default), iwarp or functional\n"
                "  --seed N                  fabric seed (default 1)\n"
+               "  --loss P                  the wire loses each packet with probability P (0..0.5), a seeded\n"
+               "                            fault rule: retransmissions show in latency tails and bandwidth\n"
                "  --trace FILE              write a Chrome trace (Perfetto) of the last size's bandwidth phase\n"
                "  --log                     every block's trace lines for the last size's bandwidth phase\n"
                "                            on stderr (long)\n"
@@ -139,6 +142,13 @@ bool ParseOptions(int argc, char** argv, Options* o) {
     } else if (a == "--inline-size") {
       if (!number(0, 1 << 20, &n)) return false;
       o->inline_size = n;
+    } else if (a == "--loss") {
+      const char* v = value();
+      if (v == nullptr) return false;
+      char* end = nullptr;
+      const double p = std::strtod(v, &end);
+      if (*end != '\0' || !(p >= 0 && p <= 0.5)) return false;
+      o->loss = p;
     } else if (a == "--log") {
       o->log = true;
     } else if (a == "--no-progress") {
@@ -164,9 +174,10 @@ int main(int argc, char** argv) {
   const std::string inline_note =
       o.inline_size < 0 ? fmt::format(", inline up to {} B in the latency phase", std::min(Workload::kLatencyInlineDefault, max_inline))
                         : fmt::format(", inline up to {} B", std::min(o.inline_size, max_inline));
-  std::printf("ndksim-perf: op %s, profile %s, %d iterations, %d QP(s), post list %d, signal every %d, window %d%s\n",
+  const std::string loss_note = o.loss > 0 ? fmt::format(", packet loss {}", o.loss) : "";
+  std::printf("ndksim-perf: op %s, profile %s, %d iterations, %d QP(s), post list %d, signal every %d, window %d%s%s\n",
               op_name, o.profile.c_str(), o.iterations, o.qps, o.post_list, o.signal_every, o.window,
-              o.op == Op::kRead ? "" : inline_note.c_str());
+              o.op == Op::kRead ? "" : inline_note.c_str(), loss_note.c_str());
   std::printf("%10s %12s %12s %12s %12s %12s %16s\n", "bytes", "lat min us", "lat med us", "lat p99 us", "BW Gb/s",
               "rate Mpps", "sim ops/wall-s");
   for (const ULONG size : o.sizes) {
@@ -187,6 +198,13 @@ int main(int argc, char** argv) {
     c.inline_size = o.inline_size;
     try {
       Workload w(c);
+      if (o.loss > 0) {
+        FaultRule loss;  // every packet, both ways, once connected
+        loss.action = FaultAction::kDrop;
+        loss.count = kEveryTime;
+        loss.probability = o.loss;
+        w.fabric().AddFault(loss);
+      }
       const int lat_iters = std::min(o.iterations, 2000);
       std::vector<double> lat = w.Latency(lat_iters);
       std::sort(lat.begin(), lat.end());
