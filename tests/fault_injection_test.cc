@@ -426,6 +426,36 @@ TEST_F(Faults, ThePeerOfAFailedAdapterTimesOut) {
   EXPECT_THAT(pair().Collect(b().initiator_cq, 1, Milliseconds(50)), ElementsAre(HasStatus(STATUS_IO_TIMEOUT)));
 }
 
+TEST_F(Faults, AConnectionAttemptFromAFailedAdapterNeverReachesThePeerAndTimesOut) {
+  NDK_QP* qp = nullptr;
+  ASSERT_EQ(a().pd->Dispatch->NdkCreateQp(a().pd, a().receive_cq, a().initiator_cq, nullptr, 16, 16, 1, 1, 0, nullptr,
+                                          nullptr, &qp),
+            STATUS_SUCCESS);
+  NDK_CONNECTOR* connector = nullptr;
+  ASSERT_EQ(a().adapter->Dispatch->NdkCreateConnector(a().adapter, nullptr, nullptr, &connector), STATUS_SUCCESS);
+  fabric().AddFault(FailAdapter(kNodeA, fabric().Now()));
+  fabric().RunUntilIdle();
+  SOCKADDR_INET src;
+  SOCKADDR_INET dst;
+  const ULONG src_len = pair().Address(a(), 0, &src);
+  const ULONG dst_len = pair().Address(b(), pair().config().port, &dst);
+  struct Done {
+    NTSTATUS status = STATUS_PENDING;
+    static void On(PVOID ctx, NTSTATUS s) { static_cast<Done*>(ctx)->status = s; }
+  } done;
+  const NTSTATUS s = connector->Dispatch->NdkConnect(connector, qp, reinterpret_cast<PSOCKADDR>(&src), src_len,
+                                                     reinterpret_cast<PSOCKADDR>(&dst), dst_len, 1, 1, nullptr, 0,
+                                                     Done::On, &done);
+  ASSERT_EQ(s, STATUS_PENDING);
+  const std::uint64_t peer_interrupts = b().node->Counters().interrupts;
+  fabric().RunUntilIdle();
+  EXPECT_EQ(done.status, STATUS_IO_TIMEOUT);
+  EXPECT_EQ(b().node->Counters().interrupts, peer_interrupts);  // no connect request arrived
+  connector->Dispatch->NdkCloseConnector(&connector->Header, nullptr, nullptr);
+  qp->Dispatch->NdkCloseQp(&qp->Header, nullptr, nullptr);
+  fabric().RunUntilIdle();
+}
+
 class FaultsWithSrq : public Faults {
  protected:
   QpPairConfig Config() const override {

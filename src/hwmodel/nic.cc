@@ -406,6 +406,7 @@ void Nic::PostEvent(const EventEntry& entry) {
 bool Nic::SendManagementDatagram(const NetworkAddress& destination, std::span<const std::byte> bytes) {
   Nic* dest = network_.Resolve(destination);
   if (dest == nullptr || bytes.size() > kManagementPayloadBytes) return false;
+  if (fatal_) return true;  // a failed NIC sends nothing; the connection attempt times out
   std::uint32_t id;
   Packet& p = port_->Pool().Acquire(&id);
   p.source_node = id_;
