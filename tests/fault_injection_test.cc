@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ndksim/testing.h"
+#include "ndksim/workload.h"
 
 namespace ndksim {
 namespace {
@@ -219,6 +220,68 @@ TEST_F(Faults, ALinkDownForLongerThanTheRetriesFailsTheRequestWithIoTimeout) {
   fabric().AddFault(LinkDown(kNodeB, now, now + Milliseconds(100)));
   ASSERT_EQ(WriteFromA(4096), STATUS_SUCCESS);
   EXPECT_THAT(OneInitiatorCompletion(), HasStatus(STATUS_IO_TIMEOUT));
+}
+
+// ---- the transport under loss --------------------------------------------------------------------
+
+TEST_F(Faults, ReadsBehindAReadWhoseResponseWasLostCompleteInOrder) {
+  Fill(*dst_, 9);
+  fabric().AddFault(Wire(FaultAction::kDrop, kNodeB, PacketClass::kReadResponse));
+  for (std::uintptr_t i = 0; i < 8; ++i) {
+    const NDK_SGE sge = src_->Sge(i * 1024, 1024);
+    ASSERT_EQ(a().Read(Ctx(i + 1), {&sge, 1}, dst_->Address(i * 1024), dst_->RemoteToken()), STATUS_SUCCESS);
+  }
+  const auto r = pair().Collect(a().initiator_cq, 8);
+  ASSERT_THAT(r, SizeIs(8));
+  for (std::uintptr_t i = 0; i < 8; ++i) {
+    EXPECT_EQ(r[i].RequestContext, Ctx(i + 1));
+    EXPECT_EQ(r[i].Status, STATUS_SUCCESS);
+  }
+  EXPECT_TRUE(SameBytes(*src_, *dst_, 8 * 1024));
+}
+
+TEST_F(Faults, AWriteAcknowledgedBehindAReadWhoseResponseWasLostIsNotSentAgain) {
+  Fill(*dst_, 9);
+  fabric().AddFault(Wire(FaultAction::kDrop, kNodeB, PacketClass::kReadResponse));
+  const std::uint64_t received_before = b().node->Counters().bytes_received;
+  const NDK_SGE sink = src_->Sge(0, 1024);
+  ASSERT_EQ(a().Read(Ctx(1), {&sink, 1}, dst_->Address(), dst_->RemoteToken()), STATUS_SUCCESS);
+  const NDK_SGE source = src_->Sge(4096, 1024);
+  ASSERT_EQ(a().Write(Ctx(2), {&source, 1}, dst_->Address(4096), dst_->RemoteToken()), STATUS_SUCCESS);
+  const auto r = pair().Collect(a().initiator_cq, 2);
+  EXPECT_THAT(r, ElementsAre(HasStatus(STATUS_SUCCESS), HasStatus(STATUS_SUCCESS)));
+  // The read was asked again; the write, acknowledged the first time, was not sent again.
+  EXPECT_EQ(b().node->Counters().bytes_received - received_before, 1024u);
+}
+
+TEST_F(Faults, AResponseBehindALostOneIsNotTaken) {
+  Fill(*dst_, 9);
+  fabric().AddFault(Wire(FaultAction::kDrop, kNodeB, PacketClass::kReadResponse));
+  for (std::uintptr_t i = 0; i < 2; ++i) {
+    const NDK_SGE sge = src_->Sge(i * 1024, 1024);
+    ASSERT_EQ(a().Read(Ctx(i + 1), {&sge, 1}, dst_->Address(i * 1024), dst_->RemoteToken()), STATUS_SUCCESS);
+  }
+  std::memset(src_->Data(), 0, kBuffer);  // the reads' sinks
+  fabric().RunFor(Profile().ack_timeout / 2);  // the second response has arrived, out of order
+  EXPECT_TRUE(AllZero(*src_, 2 * 1024));
+}
+
+TEST(FaultsOnStreams, ReadsStreamThroughTenPercentLoss) {
+  WorkloadConfig c;
+  c.fabric.profile = profiles::kConnectX100GbeRoce;
+  c.op = Operation::kRead;
+  c.bytes = 1024;
+  c.qps = 2;
+  c.post_list = 4;
+  c.window = 128;
+  Workload w(c);
+  FaultRule loss;
+  loss.action = FaultAction::kDrop;
+  loss.count = kEveryTime;
+  loss.probability = 0.1;
+  const std::uint32_t rule = w.fabric().AddFault(loss);
+  EXPECT_NO_THROW(w.Stream(2000));  // every read completes, successfully
+  EXPECT_GT(w.fabric().FaultStatsOf(rule).fired, 100u);
 }
 
 // ---- doorbells -----------------------------------------------------------------------------------

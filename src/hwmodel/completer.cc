@@ -107,10 +107,10 @@ void Completer::OnReadResponse(QpContext& qp, std::uint32_t packet_id) {
     return;
   }
   WqeDescriptor& d = qp.Descriptor(counter);
-  // Responses are taken strictly in PSN order. An earlier one again is a duplicate (a resent read
-  // was answered twice); a later one means one was lost, and it is dropped too: the ACK timer
-  // then resends the read from the first response missing.
-  if (p.psn != d.first_psn + d.responses_received) {
+  // Responses are taken strictly in PSN order, across reads too. An earlier one again is a
+  // duplicate (a resent read was answered twice); a later one means one was lost, and it is
+  // dropped too: the ACK timer then resends from the first response missing.
+  if (p.psn != d.first_psn + d.responses_received || EarlierReadIncomplete(qp, counter)) {
     pool.Release(packet_id);
     return;
   }
@@ -120,7 +120,10 @@ void Completer::OnReadResponse(QpContext& qp, std::uint32_t packet_id) {
   const auto length = static_cast<std::uint32_t>(p.payload.size());
   const bool last = ++d.responses_received == d.packet_count;
   d.response_bytes += length;
-  NoteProgress(qp, p.psn);
+  // Responses are taken in order, so every one taken is new data, even when an ACK or NAK has
+  // already acknowledged the read request's PSN (a NAK acknowledges requests, not responses).
+  if (qp.completer.acknowledged.Before(p.psn)) qp.completer.acknowledged = p.psn;
+  MadeProgress(qp);
   if (last) {
     NDKSIM_CHECK(d.response_bytes == d.total_length);
     d.state = DescriptorState::kPlacing;  // no longer resent; completes when its data has landed
@@ -167,9 +170,14 @@ void Completer::OnReadResponse(QpContext& qp, std::uint32_t packet_id) {
 void Completer::NoteProgress(QpContext& qp, Psn psn) {
   CompleterState& c = qp.completer;
   if (!c.acknowledged.Before(psn)) return;
+  c.acknowledged = psn;
+  MadeProgress(qp);
+}
+
+void Completer::MadeProgress(QpContext& qp) {
   // The peer has taken something new: the retry budgets start again and so does the ACK timer,
   // even when no whole request has been acknowledged yet (a long message in progress).
-  c.acknowledged = psn;
+  CompleterState& c = qp.completer;
   c.retries_left = nic_.Profile().retry_count;
   c.rnr_retries_left = nic_.Profile().rnr_retry_count;
   RestartTimer(qp);
@@ -212,7 +220,17 @@ void Completer::Retire(QpContext& qp) {
     ++r.head;
     ++retired;
   }
-  if (retired > 0) nic_.Fetch().Kick(qp);
+  if (retired == 0) return;
+  // A rewind leaves the pipeline behind requests that were already done (a write acknowledged
+  // after a read whose responses were lost); once they retire, it must not visit their freed
+  // descriptors (head <= segment_next <= next_exec).
+  const auto behind_head = [&](std::uint32_t c) { return static_cast<std::int32_t>(c - r.head) < 0; };
+  if (behind_head(r.next_exec)) r.next_exec = r.head;
+  if (behind_head(r.segment_next)) {
+    r.segment_next = r.head;
+    r.segment_packet = 0;
+  }
+  nic_.Fetch().Kick(qp);
 }
 
 void Completer::CompleteWithError(QpContext& qp, std::uint32_t counter, CompletionSyndrome syndrome) {
@@ -317,6 +335,14 @@ bool Completer::FindByPsn(QpContext& qp, Psn psn, std::uint32_t* counter) {
       *counter = c;
       return true;
     }
+  }
+  return false;
+}
+
+bool Completer::EarlierReadIncomplete(QpContext& qp, std::uint32_t counter) {
+  for (std::uint32_t c = qp.requester.head; c != counter; ++c) {
+    const WqeDescriptor& d = qp.Descriptor(c);
+    if (IsRead(d) && d.state == DescriptorState::kAwaitingAck) return true;
   }
   return false;
 }

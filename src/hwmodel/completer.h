@@ -39,6 +39,8 @@ class Completer {
   // The peer has taken everything up to `psn`; if that is new, the retry counts and the ACK
   // timer start again.
   void NoteProgress(QpContext& qp, Psn psn);
+  // Something new arrived: the retry budgets and the ACK timer start again.
+  void MadeProgress(QpContext& qp);
   // Where go-back-N resumes for the oldest unacknowledged WQE `counter`.
   Psn ResendPoint(const QpContext& qp, std::uint32_t counter) const;
   void Retire(QpContext& qp);
@@ -49,6 +51,9 @@ class Completer {
   // WQE whose PSN range holds `psn`, or false.
   bool FindByPsn(QpContext& qp, Psn psn, std::uint32_t* counter);
   bool OldestAwaiting(QpContext& qp, std::uint32_t* counter);
+  // Whether a read posted before WQE `counter` still lacks responses (a response of `counter`
+  // would then be out of order).
+  bool EarlierReadIncomplete(QpContext& qp, std::uint32_t counter);
 
   Nic& nic_;
   EventQueue& events_;

@@ -238,7 +238,8 @@ bool Requester::Segment(QpContext& qp) {
     if (IsMemoryOperation(d)) {
       if (r.staged_head != r.staged_tail) return progress;  // earlier packets still read their payload
       if (!ExecuteMemoryOperation(qp, counter)) return true;
-      ++r.segment_next;
+      // Done at once; if it retired, retirement already moved the segmenter past it.
+      if (r.segment_next == counter) ++r.segment_next;
       progress = true;
       continue;
     }
