@@ -4,6 +4,7 @@
 // exactly one completion, and data is never placed corrupted.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "ndksim/testing.h"
@@ -34,6 +35,15 @@ bool SameBytes(RegisteredBuffer& x, RegisteredBuffer& y, std::size_t n) {
 
 bool AllZero(RegisteredBuffer& b, std::size_t n) {
   return std::all_of(b.Data(), b.Data() + n, [](std::byte v) { return v == std::byte{0}; });
+}
+
+// A rule for `action` at the one hook point where it acts, on `node` (any node when empty).
+FaultRule Rule(FaultAction action, std::optional<std::uint32_t> node) {
+  FaultRule r;
+  r.point = PointOf(action);
+  r.action = action;
+  r.match.node = node;
+  return r;
 }
 
 // A connected pair on the default (timed) profile, with a source buffer on a and a sink on b.
@@ -85,10 +95,7 @@ class Faults : public testing::ConnectedQpPairTest {
   QpCounters CountersOfA() { return *a().node->CountersOf(a().qp); }
 
   static FaultRule Wire(FaultAction action, std::uint32_t node, PacketClass packet = PacketClass::kRequest) {
-    FaultRule r;
-    r.point = FaultPoint::kWire;
-    r.action = action;
-    r.match.node = node;
+    FaultRule r = Rule(action, node);
     r.match.packet = packet;
     return r;
   }
@@ -287,11 +294,7 @@ TEST(FaultsOnStreams, ReadsStreamThroughTenPercentLoss) {
 // ---- doorbells -----------------------------------------------------------------------------------
 
 TEST_F(Faults, ALostDoorbellLeavesTheRequestInTheRingUntilTheNextDoorbell) {
-  FaultRule r;
-  r.point = FaultPoint::kDoorbell;
-  r.action = FaultAction::kLose;
-  r.match.node = kNodeA;
-  fabric().AddFault(r);
+  fabric().AddFault(Rule(FaultAction::kLose, kNodeA));
   ASSERT_EQ(WriteFromA(64, 1), STATUS_SUCCESS);
   fabric().RunUntilIdle();
   EXPECT_THAT(pair().Drain(a().initiator_cq), IsEmpty());
@@ -303,10 +306,7 @@ TEST_F(Faults, ALostDoorbellLeavesTheRequestInTheRingUntilTheNextDoorbell) {
 }
 
 TEST_F(Faults, AFlushCompletesARequestALostDoorbellStranded) {
-  FaultRule r;
-  r.point = FaultPoint::kDoorbell;
-  r.action = FaultAction::kLose;
-  fabric().AddFault(r);
+  fabric().AddFault(Rule(FaultAction::kLose, std::nullopt));
   ASSERT_EQ(WriteFromA(64), STATUS_SUCCESS);
   fabric().RunUntilIdle();
   a().qp->Dispatch->NdkFlush(a().qp);
@@ -316,10 +316,7 @@ TEST_F(Faults, AFlushCompletesARequestALostDoorbellStranded) {
 // ---- receive WQEs --------------------------------------------------------------------------------
 
 FaultRule ForceRnr(std::uint64_t count) {
-  FaultRule r;
-  r.point = FaultPoint::kReceiveWqe;
-  r.action = FaultAction::kForceRnr;
-  r.match.node = kNodeB;
+  FaultRule r = Rule(FaultAction::kForceRnr, kNodeB);
   r.count = count;
   return r;
 }
@@ -346,13 +343,7 @@ TEST_F(Faults, ForcingRnrPastTheRnrRetryCountFailsTheSendWithIoTimeout) {
 
 // ---- remote access -------------------------------------------------------------------------------
 
-FaultRule InvalidateToken() {
-  FaultRule r;
-  r.point = FaultPoint::kRemoteAccess;
-  r.action = FaultAction::kInvalidateToken;
-  r.match.node = kNodeB;
-  return r;
-}
+FaultRule InvalidateToken() { return Rule(FaultAction::kInvalidateToken, kNodeB); }
 
 TEST_F(Faults, AWriteWhoseTokenIsInvalidatedInFlightFailsWithTheRemoteAccessError) {
   fabric().AddFault(InvalidateToken());
@@ -381,11 +372,7 @@ TEST_F(Faults, ATokenInvalidatedInFlightStaysInvalid) {
 // ---- completion queues ---------------------------------------------------------------------------
 
 TEST_F(Faults, AnInjectedOverrunKillsTheCqAndTheNextArmReportsBufferOverflow) {
-  FaultRule r;
-  r.point = FaultPoint::kCqeWrite;
-  r.action = FaultAction::kOverrun;
-  r.match.node = kNodeA;
-  fabric().AddFault(r);
+  fabric().AddFault(Rule(FaultAction::kOverrun, kNodeA));
   ASSERT_EQ(WriteFromA(64), STATUS_SUCCESS);
   fabric().RunUntilIdle();
   EXPECT_THAT(pair().Drain(a().initiator_cq), IsEmpty());
@@ -397,13 +384,7 @@ TEST_F(Faults, AnInjectedOverrunKillsTheCqAndTheNextArmReportsBufferOverflow) {
 
 // ---- DMA -----------------------------------------------------------------------------------------
 
-FaultRule FailPayloadRead() {
-  FaultRule r;
-  r.point = FaultPoint::kPayloadRead;
-  r.action = FaultAction::kFailDma;
-  r.match.node = kNodeA;
-  return r;
-}
+FaultRule FailPayloadRead() { return Rule(FaultAction::kFailDma, kNodeA); }
 
 TEST_F(Faults, AFailedPayloadReadCompletesTheRequestWithInternalError) {
   fabric().AddFault(FailPayloadRead());
@@ -430,10 +411,7 @@ TEST_F(Faults, AFailedPayloadReadFlushesThePeersReceives) {
 // ---- the adapter ---------------------------------------------------------------------------------
 
 FaultRule FailAdapter(std::uint32_t node, TimePoint at) {
-  FaultRule r;
-  r.point = FaultPoint::kAdapter;
-  r.action = FaultAction::kFailAdapter;
-  r.match.node = node;
+  FaultRule r = Rule(FaultAction::kFailAdapter, node);
   r.from = at;
   return r;
 }
@@ -611,8 +589,7 @@ StormOutcome Storm(std::uint64_t seed, int requests) {
   auto back = pair.a().Register(kBuffer);
   Fill(*src, 3);
   for (FaultAction action : {FaultAction::kDrop, FaultAction::kCorrupt, FaultAction::kDelay}) {
-    FaultRule r;
-    r.action = action;
+    FaultRule r = Rule(action, std::nullopt);
     r.count = kEveryTime;
     r.probability = 0.05;
     if (action == FaultAction::kDelay) r.delay = Microseconds(3);

@@ -63,6 +63,8 @@ enum class FaultAction : std::uint8_t {
   kFailAdapter,
 };
 std::string_view Name(FaultAction a);
+// The one hook point where `a` acts (what FaultRule::point must be).
+FaultPoint PointOf(FaultAction a);
 
 // Which packets a kWire rule matches.
 enum class PacketClass : std::uint8_t {

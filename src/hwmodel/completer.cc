@@ -101,19 +101,17 @@ void Completer::OnRnrDelayOver(Qpn qpn, std::uint64_t generation, std::uint32_t 
 void Completer::OnReadResponse(QpContext& qp, std::uint32_t packet_id) {
   PacketPool& pool = nic_.GetPort().Pool();
   const Packet& p = pool.Get(packet_id);
+  // Responses are taken strictly in PSN order, across reads too: only the next response of the
+  // oldest read still missing some is taken. Anything else is dropped: a response of a read that
+  // is complete, flushed or being resent; an earlier one again (a resent read answered twice); or
+  // a later one, which means one was lost (the ACK timer then resends from the first missing).
   std::uint32_t counter;
-  if (!FindByPsn(qp, p.psn, &counter) || !IsRead(qp.Descriptor(counter))) {
-    pool.Release(packet_id);  // stale: its read is complete, flushed or being resent
-    return;
-  }
-  WqeDescriptor& d = qp.Descriptor(counter);
-  // Responses are taken strictly in PSN order, across reads too. An earlier one again is a
-  // duplicate (a resent read was answered twice); a later one means one was lost, and it is
-  // dropped too: the ACK timer then resends from the first response missing.
-  if (p.psn != d.first_psn + d.responses_received || EarlierReadIncomplete(qp, counter)) {
+  if (!OldestIncompleteRead(qp, &counter) ||
+      p.psn != qp.Descriptor(counter).first_psn + qp.Descriptor(counter).responses_received) {
     pool.Release(packet_id);
     return;
   }
+  WqeDescriptor& d = qp.Descriptor(counter);
   // A read response implicitly acknowledges every request before the read.
   AcknowledgeUpTo(qp, d.first_psn + Psn::kMask);
   const std::uint64_t offset = std::uint64_t{d.responses_received} * nic_.Profile().mtu_bytes;
@@ -339,10 +337,14 @@ bool Completer::FindByPsn(QpContext& qp, Psn psn, std::uint32_t* counter) {
   return false;
 }
 
-bool Completer::EarlierReadIncomplete(QpContext& qp, std::uint32_t counter) {
-  for (std::uint32_t c = qp.requester.head; c != counter; ++c) {
+bool Completer::OldestIncompleteRead(QpContext& qp, std::uint32_t* counter) {
+  RequesterState& r = qp.requester;
+  for (std::uint32_t c = r.head; c != r.next_exec; ++c) {
     const WqeDescriptor& d = qp.Descriptor(c);
-    if (IsRead(d) && d.state == DescriptorState::kAwaitingAck) return true;
+    if (IsRead(d) && d.state == DescriptorState::kAwaitingAck) {
+      *counter = c;
+      return true;
+    }
   }
   return false;
 }

@@ -51,9 +51,8 @@ class Completer {
   // WQE whose PSN range holds `psn`, or false.
   bool FindByPsn(QpContext& qp, Psn psn, std::uint32_t* counter);
   bool OldestAwaiting(QpContext& qp, std::uint32_t* counter);
-  // Whether a read posted before WQE `counter` still lacks responses (a response of `counter`
-  // would then be out of order).
-  bool EarlierReadIncomplete(QpContext& qp, std::uint32_t counter);
+  // The oldest read still waiting for responses (the only one a response may be for), or false.
+  bool OldestIncompleteRead(QpContext& qp, std::uint32_t* counter);
 
   Nic& nic_;
   EventQueue& events_;

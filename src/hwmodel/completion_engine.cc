@@ -2,7 +2,6 @@
 #include "hwmodel/completion_engine.h"
 
 #include "hwmodel/contexts.h"
-#include "hwmodel/fault_injector.h"
 #include "hwmodel/pcie_link.h"
 #include "ndksim/trace.h"
 
@@ -31,18 +30,8 @@ void CompletionEngine::Kill(CqContext& cq, std::uint32_t status) {
 
 void CompletionEngine::FailAll() {
   nic_.ForEachCq([this](CqContext& cq) {
-    if (!cq.dead) Kill(cq, kCqErrorFatal);
+    if (!cq.dead) Kill(cq, cq_error::kFatal);
   });
-}
-
-bool CompletionEngine::InjectedOverrun(const CompletionRecord& record) {
-  FaultInjector& faults = nic_.Faults();
-  if (!faults.Armed(FaultPoint::kCqeWrite) ||
-      faults.Decide(FaultPoint::kCqeWrite, {nic_.Id(), record.qpn}, events_.Now(), nic_.Trace()) == nullptr) {
-    return false;
-  }
-  ++nic_.MutableCounters().faults_injected;
-  return true;
 }
 
 void CompletionEngine::Land(CqNumber number, const CompletionRecord& record) {
@@ -54,9 +43,10 @@ void CompletionEngine::Land(CqNumber number, const CompletionRecord& record) {
   // acquire: pairs with the driver's release store of its consumer index after reading entries,
   // so a slot counted free here is no longer being read.
   const std::uint32_t consumer = m.consumer_index->load(std::memory_order_acquire);
-  if (cq->producer_index - consumer >= m.entry_count || InjectedOverrun(record)) {
+  if (cq->producer_index - consumer >= m.entry_count ||
+      nic_.InjectFault(FaultPoint::kCqeWrite, record.qpn) != nullptr) {  // kOverrun
     NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), CompletionEngine, "cq {} overrun", number.value);
-    Kill(*cq, kCqErrorOverrun);
+    Kill(*cq, cq_error::kOverrun);
     // Every QP attached to the CQ becomes unusable (ref §3.13).
     nic_.ForEachQp([&](QpContext& qp) {
       if (qp.send_cq == number || qp.receive_cq == number) nic_.EnterQpError(qp, QpErrorCause::kLocal);

@@ -47,13 +47,10 @@ class CompletionEngine {
   void SetModeration(CqContext& cq, const CqModeration& moderation);
 
  private:
-  static constexpr std::uint32_t kCqErrorOverrun = 0;  // EventEntry::status of kCqError
-  static constexpr std::uint32_t kCqErrorFatal = 1;
   void Land(CqNumber cq, const CompletionRecord& record);
-  // The CQ takes no more CQEs; the error is reported through the pending or the next arm.
+  // The CQ takes no more CQEs; the error (cq_error::) is reported through the pending or the next
+  // arm.
   void Kill(CqContext& cq, std::uint32_t status);
-  // Whether a fault rule makes this CQE find its CQ full (counted and traced).
-  bool InjectedOverrun(const CompletionRecord& record);
   // An arm is satisfied by `completions` unread CQEs: notify now or hold back (moderation).
   void Satisfy(CqContext& cq, std::uint32_t completions);
   void OnModerationTimer(CqNumber cq, std::uint64_t generation);

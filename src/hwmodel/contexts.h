@@ -237,7 +237,7 @@ struct CqContext {
   CqArmKind arm = CqArmKind::kNone;
   bool dead = false;                    // overrun or fatal: no more CQEs
   bool error_pending = false;           // error not yet reported through an arm
-  std::uint32_t error_status = 0;       // 0 overrun, 1 fatal
+  std::uint32_t error_status = 0;       // cq_error::
   std::uint32_t in_flight = 0;          // CQE writes issued but not yet landed
   // Interrupt moderation (ref §3.14): a notification that satisfied an arm waits until
   // `moderation_count` completions have accumulated or `moderation_interval` has passed.

@@ -4,7 +4,6 @@
 
 #include "hwmodel/completion_engine.h"
 #include "hwmodel/contexts.h"
-#include "hwmodel/fault_injector.h"
 #include "hwmodel/pcie_link.h"
 #include "hwmodel/processing_units.h"
 #include "hwmodel/wqe_fetch.h"
@@ -35,13 +34,8 @@ void DoorbellUnit::OnArrival(const Doorbell& doorbell) {
     case Doorbell::Kind::kSendQueue: {
       QpContext* qp = nic_.FindQp(Qpn{doorbell.object});
       if (qp == nullptr) return;  // a doorbell for a destroyed QP is ignored, as hardware does
-      if (FaultInjector& faults = nic_.Faults(); faults.Armed(FaultPoint::kDoorbell)) {
-        // kLose: the write never reaches the register; a later doorbell covers these WQEs.
-        if (faults.Decide(FaultPoint::kDoorbell, {nic_.Id(), doorbell.object}, events_.Now(), nic_.Trace()) != nullptr) {
-          ++nic_.MutableCounters().faults_injected;
-          return;
-        }
-      }
+      // kLose: the write never reaches the register; a later doorbell covers these WQEs.
+      if (nic_.InjectFault(FaultPoint::kDoorbell, doorbell.object) != nullptr) return;
       // Indices are free-running; a late doorbell never moves the register backwards.
       RequesterState& r = qp->requester;
       if (static_cast<std::int32_t>(doorbell.index - r.doorbell_arrived) > 0) {

@@ -138,11 +138,7 @@ std::uint32_t Fabric::AddFault(const FaultRule& rule) {
     const std::uint32_t node = *rule.match.node;
     impl->events.Schedule(std::max(impl->events.Now(), rule.from), hw::EventPriority::kHost, [impl, node] {
       hw::Nic& nic = impl->nodes[node]->Nic();
-      if (impl->network.Faults().Decide(FaultPoint::kAdapter, {node}, impl->events.Now(), impl->tracer) == nullptr) {
-        return;
-      }
-      ++nic.MutableCounters().faults_injected;
-      nic.EnterFatal();
+      if (nic.InjectFault(FaultPoint::kAdapter, 0) != nullptr) nic.EnterFatal();
     });
   }
   return id;

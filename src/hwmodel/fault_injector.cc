@@ -33,9 +33,6 @@ std::string_view Name(FaultAction a) {
   return "?";
 }
 
-namespace {
-
-// The one point each action belongs to.
 FaultPoint PointOf(FaultAction a) {
   switch (a) {
     case FaultAction::kDrop:
@@ -50,6 +47,8 @@ FaultPoint PointOf(FaultAction a) {
   }
   return FaultPoint::kWire;
 }
+
+namespace {
 
 std::uint64_t SplitMix64(std::uint64_t* state) {
   std::uint64_t z = (*state += 0x9e3779b97f4a7c15ull);

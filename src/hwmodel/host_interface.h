@@ -258,10 +258,16 @@ enum class EventType : std::uint8_t {
 // Room for a connection-management header plus the largest private data a profile may allow.
 inline constexpr std::size_t kManagementPayloadBytes = 640;
 
+// EventEntry::status of a kCqError.
+namespace cq_error {
+inline constexpr std::uint32_t kOverrun = 0;  // a CQE found the CQ full
+inline constexpr std::uint32_t kFatal = 1;    // catastrophic NIC error
+}  // namespace cq_error
+
 struct EventEntry {
   EventType type;
   std::uint32_t object = 0;
-  std::uint32_t status = 0;  // kCqError: 0 = overrun, 1 = fatal
+  std::uint32_t status = 0;  // kCqError: cq_error::
   std::uint32_t payload_bytes = 0;
   std::array<std::byte, kManagementPayloadBytes> payload;
 };

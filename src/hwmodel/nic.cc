@@ -57,6 +57,7 @@ Nic::Nic(NodeId id, const HardwareProfile& profile, EventQueue& events, Host& ho
       events_(events),
       host_(host),
       network_(network),
+      faults_(network.Faults()),
       tracer_(tracer),
       id_(id),
       pcie_(std::make_unique<PcieLink>(*this, events)),
@@ -84,7 +85,11 @@ std::size_t Nic::DrainDoorbells() {
   return n;
 }
 
-FaultInjector& Nic::Faults() { return network_.Faults(); }
+const FaultRule* Nic::DecideFault(FaultPoint point, const FaultEvent& event) {
+  const FaultRule* rule = faults_.Decide(point, event, events_.Now(), tracer_);
+  if (rule != nullptr) ++counters_.faults_injected;
+  return rule;
+}
 
 bool Nic::OwnsAddress(const NetworkAddress& a) const {
   return std::find(addresses_.begin(), addresses_.end(), a) != addresses_.end();

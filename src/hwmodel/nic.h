@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hwmodel/doorbell_queue.h"
+#include "hwmodel/fault_injector.h"
 #include "hwmodel/host_interface.h"
 #include "ndksim/counters.h"
 #include "ndksim/profile.h"
@@ -36,7 +37,6 @@ class CompletionEngine;
 class Port;
 class Network;
 class ProcessingUnits;
-class FaultInjector;
 struct QpContext;
 struct CqContext;
 struct SrqContext;
@@ -219,7 +219,13 @@ class Nic {
   Completer& Comp() { return *completer_; }
   CompletionEngine& Cqes() { return *completion_engine_; }
   ProcessingUnits& Units() { return *units_; }
-  FaultInjector& Faults();
+  // A fault hook point of this NIC: the fault rule that acts on this event (counted in
+  // faults_injected and traced), or nullptr. One test when no rule is armed at `point`.
+  const FaultRule* InjectFault(FaultPoint point, std::uint32_t qpn, std::uint32_t peer = 0,
+                               PacketClass packet = PacketClass::kAny) {
+    if (!faults_.Armed(point)) return nullptr;
+    return DecideFault(point, FaultEvent{id_, qpn, peer, packet});
+  }
   // Counters of a live QP, or nullptr.
   const QpCounters* FindQpCounters(Qpn qpn) const;
   // Writes an event-queue entry to host memory and raises the interrupt.
@@ -255,12 +261,15 @@ class Nic {
   EventQueue& events_;
   Host& host_;
   Network& network_;
+  FaultInjector& faults_;  // the fabric's, held by the network
   Tracer& tracer_;
   NicCounters counters_;
   std::vector<NetworkAddress> addresses_;
   NodeId id_;
   std::uint32_t interrupt_vector_ = 0;
   bool fatal_ = false;
+
+  const FaultRule* DecideFault(FaultPoint point, const FaultEvent& event);
 
   SpscRing<EventEntry>* event_ring_ = nullptr;
   std::deque<EventEntry> pending_events_;  // written to the event ring when their DMA lands

@@ -87,25 +87,22 @@ TimePoint Port::Transmit(std::uint32_t id) {
                Name(pkt.opcode), pkt.psn.value, pkt.destination_qpn.value, pkt.destination_node,
                pkt.payload.size(), arrival);
   const TimePoint first_byte_out = pkt.destination_node != nic_.Id() ? start + p.port_transmit_latency : start;
-  if (FaultInjector& faults = nic_.Faults(); faults.Armed(FaultPoint::kWire)) {
-    const FaultEvent e{nic_.Id(), pkt.source_qpn.value, pkt.destination_node, ClassOf(pkt.opcode)};
-    if (const FaultRule* rule = faults.Decide(FaultPoint::kWire, e, events_.Now(), nic_.Trace()); rule != nullptr) {
-      ++c.faults_injected;
-      switch (rule->action) {
-        case FaultAction::kDrop:
-          network_.Pool().Release(id);  // sent, and lost on the way
-          return first_byte_out;
-        case FaultAction::kCorrupt:
-          // One bit flips; the ICRC over the packet no longer matches.
-          pkt.corrupted = true;
-          if (!pkt.payload.empty()) pkt.payload[pkt.psn.value % pkt.payload.size()] ^= std::byte{0x01};
-          break;
-        case FaultAction::kDelay:
-          arrival += rule->delay;
-          break;
-        default:
-          break;
-      }
+  if (const FaultRule* rule =
+          nic_.InjectFault(FaultPoint::kWire, pkt.source_qpn.value, pkt.destination_node, ClassOf(pkt.opcode))) {
+    switch (rule->action) {
+      case FaultAction::kDrop:
+        network_.Pool().Release(id);  // sent, and lost on the way
+        return first_byte_out;
+      case FaultAction::kCorrupt:
+        // One bit flips; the ICRC over the packet no longer matches.
+        pkt.corrupted = true;
+        if (!pkt.payload.empty()) pkt.payload[pkt.psn.value % pkt.payload.size()] ^= std::byte{0x01};
+        break;
+      case FaultAction::kDelay:
+        arrival += rule->delay;
+        break;
+      default:
+        break;
     }
   }
   events_.Schedule(arrival, EventPriority::kWire, [dest, id] { dest->GetPort().Receive(id); });

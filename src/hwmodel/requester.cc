@@ -7,7 +7,6 @@
 
 #include "hwmodel/completer.h"
 #include "hwmodel/contexts.h"
-#include "hwmodel/fault_injector.h"
 #include "hwmodel/pcie_link.h"
 #include "hwmodel/port.h"
 #include "hwmodel/processing_units.h"
@@ -326,11 +325,8 @@ void Requester::OnPayloadRead(Qpn qpn, std::uint64_t generation, std::uint32_t s
   const WqeDescriptor& d = qp->Descriptor(s.counter);
   Packet& p = nic_.GetPort().Pool().Get(s.packet_id);
   const std::uint64_t offset = std::uint64_t{s.index} * nic_.Profile().mtu_bytes;
-  if (FaultInjector& faults = nic_.Faults(); faults.Armed(FaultPoint::kPayloadRead) &&
-                                             faults.Decide(FaultPoint::kPayloadRead, {nic_.Id(), qpn.value},
-                                                           events_.Now(), nic_.Trace()) != nullptr) {
+  if (nic_.InjectFault(FaultPoint::kPayloadRead, qpn.value) != nullptr) {
     // The read came back with an uncorrectable error: the request fails, the QP with it.
-    ++nic_.MutableCounters().faults_injected;
     nic_.Comp().CompleteWithError(*qp, s.counter, CompletionSyndrome::kLocalQpOperationError);
     return;
   }

@@ -6,7 +6,6 @@
 
 #include "hwmodel/completion_engine.h"
 #include "hwmodel/contexts.h"
-#include "hwmodel/fault_injector.h"
 #include "hwmodel/pcie_link.h"
 #include "hwmodel/port.h"
 #include "hwmodel/processing_units.h"
@@ -207,7 +206,7 @@ void Responder::OnSend(QpContext& qp, std::uint32_t packet_id) {
   const Psn psn = p.psn;
   const RequestRef request{p.source_node, p.source_qpn.value, p.trace_wqe};
   if (Traits(p.opcode).first) {
-    if (Injected(FaultPoint::kReceiveWqe, qp) || !StartReceive(qp)) {
+    if (nic_.InjectFault(FaultPoint::kReceiveWqe, qp.qpn.value) != nullptr || !StartReceive(qp)) {
       // Receiver not ready: NAK without consuming the PSN; the requester retries after a delay.
       ++nic_.MutableCounters().rnr_naks_sent;
       r.rnr_nak_outstanding = true;
@@ -303,7 +302,7 @@ void Responder::OnWrite(QpContext& qp, std::uint32_t packet_id) {
   if (Traits(p.opcode).first) {
     // RETH: the whole target range is checked once, on the first packet.
     if (p.dma_length > 0) {
-      if (Injected(FaultPoint::kRemoteAccess, qp)) nic_.Tpt().Revoke(MemoryKey{p.remote_key});
+      if (nic_.InjectFault(FaultPoint::kRemoteAccess, qp.qpn.value) != nullptr) nic_.Tpt().Revoke(MemoryKey{p.remote_key});
       const TranslationResult t =
           nic_.Tpt().Check(MemoryKey{p.remote_key}, qp.pd, p.remote_address, p.dma_length, access::kRemoteWrite);
       if (!t.Ok()) {
@@ -364,7 +363,9 @@ void Responder::OnReadRequest(QpContext& qp, std::uint32_t packet_id, bool dupli
   const std::uint32_t length = p.dma_length;
   pool.Release(packet_id);
   if (length > 0) {
-    if (!duplicate && Injected(FaultPoint::kRemoteAccess, qp)) nic_.Tpt().Revoke(MemoryKey{key});
+    if (!duplicate && nic_.InjectFault(FaultPoint::kRemoteAccess, qp.qpn.value) != nullptr) {
+      nic_.Tpt().Revoke(MemoryKey{key});
+    }
     const TranslationResult t = nic_.Tpt().Check(MemoryKey{key}, qp.pd, address, length, access::kRemoteRead);
     if (!t.Ok()) {
       ++nic_.MutableCounters().protection_faults;
@@ -562,15 +563,6 @@ void Responder::AckWhenPlaced(QpContext& qp, Psn psn, const RequestRef* request)
     QpContext* q = nic_.FindQp(qpn);
     if (q != nullptr && q->state == QpState::kReadyToSend) SendAck(*q, psn, AckSyndrome::kAck);
   });
-}
-
-bool Responder::Injected(FaultPoint point, const QpContext& qp) {
-  FaultInjector& faults = nic_.Faults();
-  if (!faults.Armed(point) || faults.Decide(point, {nic_.Id(), qp.qpn.value}, events_.Now(), nic_.Trace()) == nullptr) {
-    return false;
-  }
-  ++nic_.MutableCounters().faults_injected;
-  return true;
 }
 
 void Responder::FailReceive(QpContext& qp, Psn psn, CompletionSyndrome receive, AckSyndrome nak) {

@@ -8,7 +8,6 @@
 #include "hwmodel/event_queue.h"
 #include "hwmodel/nic.h"
 #include "hwmodel/packet.h"
-#include "ndksim/faults.h"
 
 namespace ndksim::hw {
 
@@ -64,8 +63,6 @@ class Responder {
   void Fail(QpContext& qp, Psn psn, AckSyndrome syndrome);
   // Completes the current receive with `receive`, then fails as above with `nak`.
   void FailReceive(QpContext& qp, Psn psn, CompletionSyndrome receive, AckSyndrome nak);
-  // Whether a fault rule acts at `point` for this QP now (counted and traced).
-  bool Injected(FaultPoint point, const QpContext& qp);
   // After the processing unit: queues the read's responses behind those of earlier reads.
   void StartReadResponse(Qpn qpn, const InboundRead& read);
   // Reads response data while the response buffer and the PCIe link have room, and sends the

@@ -224,23 +224,23 @@ MemoryOpOutcome Translation::Invalidate(MemoryKey key, PdNumber pd) {
   if (e->kind != EntryKind::kFastRegister && e->kind != EntryKind::kWindow) return MemoryOpOutcome::kWrongKind;
   if (!e->valid) return MemoryOpOutcome::kNotValid;
   if (e->reg.pd != pd) return MemoryOpOutcome::kPdMismatch;
-  if (e->kind == EntryKind::kWindow) {
-    Unbind(*e);
-  } else {
-    e->valid = false;
-  }
+  MakeInvalid(*e);
   return MemoryOpOutcome::kOk;
 }
 
 bool Translation::Revoke(MemoryKey key) {
   Entry* e = Find(key);
   if (e == nullptr || !e->allocated || e->key != key.KeyByte() || !e->valid) return false;
-  if (e->kind == EntryKind::kWindow) {
-    Unbind(*e);
-  } else {
-    e->valid = false;
-  }
+  MakeInvalid(*e);
   return true;
+}
+
+void Translation::MakeInvalid(Entry& e) {
+  if (e.kind == EntryKind::kWindow) {
+    Unbind(e);
+  } else {
+    e.valid = false;
+  }
 }
 
 // ---- the protection check ------------------------------------------------------------------------

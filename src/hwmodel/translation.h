@@ -132,6 +132,8 @@ class Translation {
   void Release(std::uint32_t index);
   Entry* Find(MemoryKey key);
   void Unbind(Entry& window);
+  // The entry stops translating: a window is unbound, anything else marked invalid.
+  void MakeInvalid(Entry& e);
   // Host address of byte `address` of a fast-register entry and how many bytes follow it in the
   // same page.
   static std::byte* PageHost(const Entry& e, std::uint64_t address, std::uint64_t* in_page);

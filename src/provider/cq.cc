@@ -36,6 +36,13 @@ NDK_OPERATION_TYPE OperationType(const hw::Cqe& cqe) {
   return i < kOperationType.size() ? kOperationType[i] : NdkOperationTypeSend;
 }
 
+// The RequestContext of the SRQ WQE an SRQ receive's CQE names, freeing its slot in the SRQ the
+// CQE names too: an SRQ WQE belongs to its SRQ, not to the QP it served, which may be gone.
+void* RetireSrqWqe(const Driver& driver, const hw::Cqe& cqe) {
+  Srq* srq = driver.FindSrq(cqe.srqn);
+  return srq != nullptr ? srq->Retire(cqe.wqe_counter) : nullptr;
+}
+
 // The fields NDK_RESULT and NDK_RESULT_EX share.
 template <typename Result>
 void FillCommon(const Driver& driver, Qp& qp, const hw::Cqe& cqe, Result& out) {
@@ -48,8 +55,8 @@ void FillCommon(const Driver& driver, Qp& qp, const hw::Cqe& cqe, Result& out) {
   out.QPContext = qp.Context();
   // An SRQ receive names a WQE of the QP's SRQ; QPContext is still the QP the message arrived on
   // (ndksim's choice, ref §6 item 14).
-  if ((cqe.flags & hw::cqe_flag::kSrq) != 0 && qp.GetSrq() != nullptr) {
-    out.RequestContext = qp.GetSrq()->Retire(cqe.wqe_counter);
+  if ((cqe.flags & hw::cqe_flag::kSrq) != 0) {
+    out.RequestContext = RetireSrqWqe(driver, cqe);
   } else {
     out.RequestContext = receive ? qp.RetireReceive(cqe.wqe_counter) : qp.RetireSend(cqe.wqe_counter);
   }
@@ -87,9 +94,7 @@ ULONG Cq::Poll(Result* results, ULONG capacity) {
     // receive WQE's slot is freed all the same, or the SRQ would shrink by one.
     Qp* qp = driver.FindQp(cqe.qpn);
     if (qp == nullptr) {
-      if ((cqe.flags & hw::cqe_flag::kSrq) != 0) {
-        if (Srq* srq = driver.FindSrq(cqe.srqn); srq != nullptr) srq->Retire(cqe.wqe_counter);
-      }
+      if ((cqe.flags & hw::cqe_flag::kSrq) != 0) (void)RetireSrqWqe(driver, cqe);
       continue;
     }
     Convert(driver, *qp, cqe, results[count]);

@@ -54,8 +54,8 @@ NTSTATUS CommandToNtStatus(hw::CommandStatus s) {
 }
 
 NTSTATUS CqErrorToNtStatus(std::uint32_t event_status) {
-  // host_interface.h: kCqError status 0 = overrun, 1 = fatal (ref §3.13).
-  return event_status == 0 ? STATUS_BUFFER_OVERFLOW : STATUS_INTERNAL_ERROR;
+  // ref §3.13: an overrun is BUFFER_OVERFLOW, a fatal CQ or hardware error INTERNAL_ERROR.
+  return event_status == hw::cq_error::kOverrun ? STATUS_BUFFER_OVERFLOW : STATUS_INTERNAL_ERROR;
 }
 
 }  // namespace ndksim::provider

@@ -76,17 +76,36 @@ class HotPathAllocation : public testing::ConnectedQpPairTest {
   NDK_SGE Source(ULONG bytes = 64) const { return src_->Sge(0, bytes); }
   NDK_SGE Sink(ULONG bytes = 64) const { return dst_->Sge(0, bytes); }
 
-  // Posts `kPosts` writes with `flags` (DEFER on all but the last when `chain`).
-  long CountWrites(ULONG bytes, ULONG flags, bool chain) {
+  // `kPosts` of each posting call, a's QP to b's buffer (receives on b's QP).
+  void Writes(ULONG bytes, ULONG flags = 0, bool chain = false) {  // DEFER on all but the last
     const NDK_SGE sge = Source(bytes);
     NDK_QP* qp = a().qp;
-    auto post = [&] {
-      for (int i = 0; i < kPosts; ++i) {
-        const ULONG f = flags | (chain && i + 1 < kPosts ? NDK_OP_FLAG_DEFER : 0);
-        EXPECT_EQ(qp->Dispatch->NdkWrite(qp, Ctx(1), &sge, 1, dst_->Address(), dst_->RemoteToken(), f),
-                  STATUS_SUCCESS);
-      }
-    };
+    for (int i = 0; i < kPosts; ++i) {
+      const ULONG f = flags | (chain && i + 1 < kPosts ? NDK_OP_FLAG_DEFER : 0);
+      EXPECT_EQ(qp->Dispatch->NdkWrite(qp, Ctx(1), &sge, 1, dst_->Address(), dst_->RemoteToken(), f), STATUS_SUCCESS);
+    }
+  }
+  void Reads(ULONG bytes) {
+    const NDK_SGE sink = Source(bytes);
+    NDK_QP* qp = a().qp;
+    for (int i = 0; i < kPosts; ++i) {
+      EXPECT_EQ(qp->Dispatch->NdkRead(qp, Ctx(2), &sink, 1, dst_->Address(), dst_->RemoteToken(), 0), STATUS_SUCCESS);
+    }
+  }
+  void Receives(ULONG bytes) {
+    const NDK_SGE receive = Sink(bytes);
+    NDK_QP* qp = b().qp;
+    for (int i = 0; i < kPosts; ++i) EXPECT_EQ(qp->Dispatch->NdkReceive(qp, Ctx(3), &receive, 1), STATUS_SUCCESS);
+  }
+  void Sends(ULONG bytes) {
+    const NDK_SGE send = Source(bytes);
+    NDK_QP* qp = a().qp;
+    for (int i = 0; i < kPosts; ++i) EXPECT_EQ(qp->Dispatch->NdkSend(qp, Ctx(4), &send, 1, 0), STATUS_SUCCESS);
+  }
+
+  // Posts `kPosts` writes once to warm up, then counts a second round.
+  long CountWrites(ULONG bytes, ULONG flags, bool chain) {
+    auto post = [&] { Writes(bytes, flags, chain); };
     post();
     pair().Drain(a().initiator_cq);
     const long n = AllocationsDuring(post);
@@ -111,13 +130,7 @@ TEST_F(HotPathAllocation, InlineNdkWriteAllocatesNothing) {
 }
 
 TEST_F(HotPathAllocation, NdkReadAllocatesNothing) {
-  const NDK_SGE sink = Source(256);
-  NDK_QP* qp = a().qp;
-  auto post = [&] {
-    for (int i = 0; i < kPosts; ++i) {
-      EXPECT_EQ(qp->Dispatch->NdkRead(qp, Ctx(2), &sink, 1, dst_->Address(), dst_->RemoteToken(), 0), STATUS_SUCCESS);
-    }
-  };
+  auto post = [&] { Reads(256); };
   post();
   pair().Drain(a().initiator_cq);
   EXPECT_EQ(AllocationsDuring(post), 0);
@@ -126,32 +139,22 @@ TEST_F(HotPathAllocation, NdkReadAllocatesNothing) {
 
 class HotPathAllocationOfSends : public HotPathAllocation {
  protected:
-  void Receives() {
-    const NDK_SGE receive = Sink(128);
-    NDK_QP* qp = b().qp;
-    for (int i = 0; i < kPosts; ++i) EXPECT_EQ(qp->Dispatch->NdkReceive(qp, Ctx(3), &receive, 1), STATUS_SUCCESS);
-  }
-  void Sends() {
-    const NDK_SGE send = Source(128);
-    NDK_QP* qp = a().qp;
-    for (int i = 0; i < kPosts; ++i) EXPECT_EQ(qp->Dispatch->NdkSend(qp, Ctx(4), &send, 1, 0), STATUS_SUCCESS);
-  }
   void SetUp() override {
     HotPathAllocation::SetUp();
-    Receives();
-    Sends();
+    Receives(128);
+    Sends(128);
     pair().Drain(a().initiator_cq);
     pair().Drain(b().receive_cq);
   }
 };
 
 TEST_F(HotPathAllocationOfSends, NdkReceiveAllocatesNothing) {
-  EXPECT_EQ(AllocationsDuring([&] { Receives(); }), 0);
+  EXPECT_EQ(AllocationsDuring([&] { Receives(128); }), 0);
 }
 
 TEST_F(HotPathAllocationOfSends, NdkSendAllocatesNothing) {
-  Receives();
-  EXPECT_EQ(AllocationsDuring([&] { Sends(); }), 0);
+  Receives(128);
+  EXPECT_EQ(AllocationsDuring([&] { Sends(128); }), 0);
   EXPECT_EQ(pair().Drain(b().receive_cq).size(), static_cast<std::size_t>(kPosts));
 }
 
@@ -200,40 +203,18 @@ class EngineAllocation : public HotPathAllocation {
 };
 
 TEST_F(EngineAllocation, AStreamOfMultiPacketWritesAllocatesNothing) {
-  const NDK_SGE sge = Source(kBytes);
-  NDK_QP* qp = a().qp;
-  EXPECT_EQ(CountThirdRound([&] {
-              for (int i = 0; i < kPosts; ++i) {
-                EXPECT_EQ(qp->Dispatch->NdkWrite(qp, Ctx(1), &sge, 1, dst_->Address(), dst_->RemoteToken(), 0),
-                          STATUS_SUCCESS);
-              }
-            }),
-            0);
+  EXPECT_EQ(CountThirdRound([&] { Writes(kBytes); }), 0);
 }
 
 TEST_F(EngineAllocation, AStreamOfMultiPacketReadsAllocatesNothing) {
-  const NDK_SGE sink = Source(kBytes);
-  NDK_QP* qp = a().qp;
-  EXPECT_EQ(CountThirdRound([&] {
-              for (int i = 0; i < kPosts; ++i) {
-                EXPECT_EQ(qp->Dispatch->NdkRead(qp, Ctx(2), &sink, 1, dst_->Address(), dst_->RemoteToken(), 0),
-                          STATUS_SUCCESS);
-              }
-            }),
-            0);
+  EXPECT_EQ(CountThirdRound([&] { Reads(kBytes); }), 0);
 }
 
 TEST_F(EngineAllocation, AStreamOfMultiPacketSendsAllocatesNothing) {
-  const NDK_SGE send = Source(kBytes);
-  const NDK_SGE receive = Sink(kBytes);
-  NDK_QP* sq = a().qp;
-  NDK_QP* rq = b().qp;
   EXPECT_EQ(CountThirdRound([&] {
               pair().Drain(b().receive_cq);
-              for (int i = 0; i < kPosts; ++i) {
-                EXPECT_EQ(rq->Dispatch->NdkReceive(rq, Ctx(3), &receive, 1), STATUS_SUCCESS);
-                EXPECT_EQ(sq->Dispatch->NdkSend(sq, Ctx(4), &send, 1, 0), STATUS_SUCCESS);
-              }
+              Receives(kBytes);
+              Sends(kBytes);
             }),
             0);
 }
