@@ -45,11 +45,13 @@ class TranslationOps : public ::testing::Test {
   }
   FastRegisterRequest Fr(MemoryKey k, const std::vector<std::uint64_t>& pages, std::uint64_t length,
                          std::uint32_t access = access::kLocalWrite) {
-    return {Next(k), pd(), pages[0], length, 0, access, pages.data(), static_cast<std::uint32_t>(pages.size())};
+    return {Next(k), tpt().Generation(k), pd(), pages[0], length, 0, access, pages.data(),
+            static_cast<std::uint32_t>(pages.size())};
   }
   BindRequest Bnd(MemoryKey w, MemoryKey region, std::uint64_t offset, std::uint64_t length,
                   std::uint32_t access = access::kRemoteRead) {
-    return {Next(w), region, pd(), reinterpret_cast<std::uint64_t>(buf_.data()) + offset, length, access};
+    return {Next(w), tpt().Generation(w), region, tpt().Generation(region), pd(),
+            reinterpret_cast<std::uint64_t>(buf_.data()) + offset, length, access};
   }
 
   TwoNodeRig rig_;

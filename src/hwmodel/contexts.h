@@ -226,6 +226,7 @@ struct SrqContext {
   std::uint32_t limit = 0;     // notify when fewer than this many WQEs are queued
   bool armed = false;          // the limit notification is one-shot
   ReceivePrefetch prefetch;
+  std::uint32_t qps = 0;       // QPs that take their receives from it (DestroySrq is kBusy)
 };
 
 struct CqContext {
@@ -245,6 +246,7 @@ struct CqContext {
   bool moderation_pending = false;      // an arm is satisfied, its notification is held back
   std::uint32_t moderation_seen = 0;    // completions counted towards moderation_count
   std::uint64_t moderation_generation = 0;  // stale moderation timers compare against this
+  std::uint32_t qps = 0;                // QPs that complete on it (DestroyCq is kBusy)
 };
 
 }  // namespace ndksim::hw

@@ -33,6 +33,30 @@ struct SrqNumber {  // 0 = none (a QP with its own receive queue)
   constexpr auto operator<=>(const SrqNumber&) const = default;
 };
 
+// How the NIC numbers the entries of a context table (QPs, CQs, SRQs). An identifier holds the
+// entry's number (first + slot) in its low `number_bits` bits and the slot's generation above them,
+// up to bit 30 (waiter ids shift QPNs left by one). Every allocation of a slot bumps its
+// generation, so an identifier of a destroyed entry (a doorbell still in the FIFO, a scheduled
+// event, an unpolled CQE, a peer's packet) never names the entry that reuses the slot: it would
+// take 2^(31 - number_bits) reuses of one slot, which the NIC makes as unlikely as it can by handing
+// out the least recently freed slot first. Both sides derive the layout from the profile's limit.
+struct IdLayout {
+  std::uint32_t first = 1;        // number of slot 0
+  std::uint32_t number_bits = 1;  // bits that hold first + slot
+
+  static constexpr IdLayout For(std::uint32_t first, std::uint32_t limit) {
+    std::uint32_t bits = 1;
+    while (bits < 24 && ((first + limit - 1) >> bits) != 0) ++bits;
+    return IdLayout{first, bits};
+  }
+  constexpr std::uint32_t GenerationMask() const { return (1u << (31 - number_bits)) - 1; }
+  constexpr std::uint32_t Make(std::uint32_t slot, std::uint32_t generation) const {
+    return ((generation & GenerationMask()) << number_bits) | (first + slot);
+  }
+  // The slot an identifier names; a number below `first` gives a slot no table has.
+  constexpr std::uint32_t Slot(std::uint32_t id) const { return (id & ((1u << number_bits) - 1)) - first; }
+};
+
 // A memory token: the index of the entry in the NIC's protection table and a key byte that the
 // NIC changes on every (re)registration, so a stale token stops matching.
 struct MemoryKey {
@@ -95,7 +119,9 @@ struct WqeControl {
   std::uint8_t sge_count;      // data segments that follow (0 when inline)
   std::uint8_t reserved;
   std::uint32_t wqe_counter;   // free-running WQE number; echoed in the CQE
-  std::uint32_t inline_bytes;  // payload bytes carried inline
+  // Payload bytes carried inline. Memory operations (no payload): the generation of the
+  // protection entry the operation was posted for (Translation::Register).
+  std::uint32_t inline_bytes;
   std::uint32_t invalidate_key;  // SendInvalidate: the peer's token to invalidate
 };
 static_assert(sizeof(WqeControl) == kWqeSegmentBytes);
@@ -120,9 +146,10 @@ inline constexpr std::size_t kSendWqeHeaderSegments = 2;  // control + remote
 
 // Memory-operation WQEs (Bind, FastRegister, LocalInvalidate) use the same header: the control
 // segment's invalidate_key holds the target token (the window's or region's token with the key
-// byte the operation installs, or the token to invalidate); WqeRemote holds the virtual address
-// (remote_address), the region a window binds inside (remote_key) and, for FastRegister, the FBO
-// (reserved). Bind and FastRegister add data-segment slots (sge_count 1 or 2) whose length field
+// byte the operation installs, or the token to invalidate) and its inline_bytes the target
+// entry's generation; WqeRemote holds the virtual address (remote_address), the region a window
+// binds inside (remote_key) and, in reserved, the FBO (FastRegister) or the region's generation
+// (Bind). Bind and FastRegister add data-segment slots (sge_count 1 or 2) whose length field
 // (offset 8) is 0, so that WQE fetch, which sums SGE lengths, sees a zero-byte request.
 struct WqeMemorySegment {  // data slot 0 of Bind and FastRegister
   std::uint64_t length;    // bytes of the window or registration
@@ -132,7 +159,9 @@ struct WqeMemorySegment {  // data slot 0 of Bind and FastRegister
 static_assert(sizeof(WqeMemorySegment) == kWqeSegmentBytes);
 
 struct WqePageListSegment {  // data slot 1 of FastRegister
-  std::uint64_t page_list;   // host address of the page array (8-byte logical page addresses)
+  // Host address of the page array (8-byte logical page addresses): a copy the driver made for
+  // this WQE, read when the WQE executes.
+  std::uint64_t page_list;
   std::uint32_t zero;        // the data segment's length field: always 0
   std::uint32_t page_count;
 };

@@ -23,31 +23,6 @@ namespace ndksim::hw {
 namespace {
 constexpr std::uint32_t kFirstQpn = 0x40;  // low QPNs are reserved for special QPs on real NICs
 constexpr std::uint32_t kDoorbellFifoEntries = 1u << 16;
-// Finds a free slot in a context table, starting at `cursor` and growing the table up to `limit`
-// before reusing freed slots.
-template <typename T>
-bool AllocateSlot(std::vector<std::unique_ptr<T>>& table, std::size_t limit, std::size_t& cursor, std::size_t* out) {
-  if (table.size() < limit && cursor >= table.size()) {
-    table.emplace_back();
-    *out = table.size() - 1;
-    cursor = table.size();
-    return true;
-  }
-  for (std::size_t i = 0; i < table.size(); ++i) {
-    const std::size_t slot = (cursor + i) % table.size();
-    if (!table[slot]) {
-      *out = slot;
-      cursor = slot + 1;
-      return true;
-    }
-  }
-  if (table.size() >= limit) return false;
-  table.emplace_back();
-  *out = table.size() - 1;
-  cursor = table.size();
-  return true;
-}
-
 }  // namespace
 
 Nic::Nic(NodeId id, const HardwareProfile& profile, EventQueue& events, Host& host, Network& network,
@@ -60,6 +35,9 @@ Nic::Nic(NodeId id, const HardwareProfile& profile, EventQueue& events, Host& ho
       faults_(network.Faults()),
       tracer_(tracer),
       id_(id),
+      qps_(kFirstQpn, profile_.max_qps),
+      cqs_(1, profile_.max_cqs),
+      srqs_(1, profile_.max_cqs),  // the profile has no separate SRQ count: as many as CQs
       pcie_(std::make_unique<PcieLink>(*this, events)),
       doorbell_unit_(std::make_unique<DoorbellUnit>(*this, events)),
       wqe_fetch_(std::make_unique<WqeFetch>(*this, events)),
@@ -95,22 +73,14 @@ bool Nic::OwnsAddress(const NetworkAddress& a) const {
   return std::find(addresses_.begin(), addresses_.end(), a) != addresses_.end();
 }
 
-QpContext* Nic::FindQp(Qpn qpn) {
-  if (qpn.value < kFirstQpn) return nullptr;
-  const std::uint32_t index = qpn.value - kFirstQpn;
-  return index < qps_.size() ? qps_[index].get() : nullptr;
-}
+QpContext* Nic::FindQp(Qpn qpn) { return qps_.Find(qpn.value); }
 
 const QpCounters* Nic::FindQpCounters(Qpn qpn) const {
-  if (qpn.value < kFirstQpn) return nullptr;
-  const std::uint32_t index = qpn.value - kFirstQpn;
-  return index < qps_.size() && qps_[index] ? &qps_[index]->counters : nullptr;
+  const QpContext* qp = qps_.Find(qpn.value);
+  return qp != nullptr ? &qp->counters : nullptr;
 }
 
-CqContext* Nic::FindCq(CqNumber cq) {
-  if (cq.value == 0 || cq.value > cqs_.size()) return nullptr;
-  return cqs_[cq.value - 1].get();
-}
+CqContext* Nic::FindCq(CqNumber cq) { return cqs_.Find(cq.value); }
 
 void Nic::SetEventQueue(SpscRing<EventEntry>* ring, std::uint32_t interrupt_vector) {
   event_ring_ = ring;
@@ -123,16 +93,15 @@ CommandStatus Nic::CreateCq(const CqCreate& create, CqNumber* out) {
       (m.entry_count & (m.entry_count - 1)) != 0) {
     return CommandStatus::kInvalidArgument;
   }
-  std::size_t slot = 0;
-  if (!AllocateSlot(cqs_, profile_.max_cqs, next_cq_slot_, &slot)) return CommandStatus::kNoResources;
-  auto cq = std::make_unique<CqContext>();
-  cq->number = CqNumber{static_cast<std::uint32_t>(slot + 1)};
+  std::uint32_t number = 0;
+  CqContext* cq = cqs_.Allocate(&number);
+  if (cq == nullptr) return CommandStatus::kNoResources;
+  cq->number = CqNumber{number};
   cq->memory = m;
   cq->interrupt_vector = create.interrupt_vector;
   cq->producer_index = m.consumer_index->load(std::memory_order_acquire);
   cq->notify_index = cq->producer_index;
   *out = cq->number;
-  cqs_[slot] = std::move(cq);
   return CommandStatus::kOk;
 }
 
@@ -164,11 +133,10 @@ CommandStatus Nic::ModerateCq(CqNumber number, const CqModeration& moderation) {
 }
 
 CommandStatus Nic::DestroyCq(CqNumber number) {
-  if (FindCq(number) == nullptr) return CommandStatus::kNotFound;
-  bool used = false;
-  ForEachQp([&](QpContext& qp) { used = used || qp.send_cq == number || qp.receive_cq == number; });
-  if (used) return CommandStatus::kBusy;
-  cqs_[number.value - 1].reset();
+  const CqContext* cq = FindCq(number);
+  if (cq == nullptr) return CommandStatus::kNotFound;
+  if (cq->qps > 0) return CommandStatus::kBusy;
+  cqs_.Free(number.value);
   return CommandStatus::kOk;
 }
 
@@ -180,17 +148,24 @@ CommandStatus Nic::AllocatePd(PdNumber* out) {
 CommandStatus Nic::FreePd(PdNumber) { return CommandStatus::kOk; }
 
 CommandStatus Nic::CreateQp(const QpCreate& create, Qpn* out) {
-  if (FindCq(create.send_cq) == nullptr || FindCq(create.receive_cq) == nullptr) return CommandStatus::kNotFound;
+  CqContext* send_cq = FindCq(create.send_cq);
+  CqContext* receive_cq = FindCq(create.receive_cq);
+  if (send_cq == nullptr || receive_cq == nullptr) return CommandStatus::kNotFound;
   if (create.send_queue.ring == nullptr || create.send_queue.stride_blocks == 0) return CommandStatus::kInvalidArgument;
+  SrqContext* srq = nullptr;
   if (create.srq.value != 0) {
-    const SrqContext* srq = FindSrq(create.srq);
+    srq = FindSrq(create.srq);
     if (srq == nullptr) return CommandStatus::kNotFound;
     if (srq->pd != create.pd) return CommandStatus::kInvalidArgument;
   }
-  std::size_t slot = 0;
-  if (!AllocateSlot(qps_, profile_.max_qps, next_qp_slot_, &slot)) return CommandStatus::kNoResources;
-  auto qp = std::make_unique<QpContext>();
-  qp->qpn = Qpn{static_cast<std::uint32_t>(slot) + kFirstQpn};
+  std::uint32_t number = 0;
+  QpContext* qp = qps_.Allocate(&number);
+  if (qp == nullptr) return CommandStatus::kNoResources;
+  // The CQs and the SRQ count their QPs: they cannot be destroyed while one uses them.
+  ++send_cq->qps;
+  ++receive_cq->qps;
+  if (srq != nullptr) ++srq->qps;
+  qp->qpn = Qpn{number};
   qp->state = QpState::kReset;
   qp->pd = create.pd;
   qp->send_cq = create.send_cq;
@@ -204,7 +179,6 @@ CommandStatus Nic::CreateQp(const QpCreate& create, Qpn* out) {
   qp->requester.fetched_blocks = qp->requester.doorbell_index;
   *out = qp->qpn;
   NDKSIM_TRACE(tracer_, events_.Now(), id_, Requester, "create qp {}", qp->qpn.value);
-  qps_[slot] = std::move(qp);
   return CommandStatus::kOk;
 }
 
@@ -236,18 +210,14 @@ CommandStatus Nic::ModifyQpToError(Qpn qpn) {
   return CommandStatus::kOk;
 }
 
-SrqContext* Nic::FindSrq(SrqNumber srq) {
-  if (srq.value == 0 || srq.value > srqs_.size()) return nullptr;
-  return srqs_[srq.value - 1].get();
-}
+SrqContext* Nic::FindSrq(SrqNumber srq) { return srqs_.Find(srq.value); }
 
 CommandStatus Nic::CreateSrq(const SrqCreate& create, SrqNumber* out) {
   if (create.queue.ring == nullptr || create.queue.stride_blocks == 0) return CommandStatus::kInvalidArgument;
-  std::size_t slot = 0;
-  // The profile has no separate SRQ count; the SRQ table is as large as the CQ table.
-  if (!AllocateSlot(srqs_, profile_.max_cqs, next_srq_slot_, &slot)) return CommandStatus::kNoResources;
-  auto srq = std::make_unique<SrqContext>();
-  srq->number = SrqNumber{static_cast<std::uint32_t>(slot + 1)};
+  std::uint32_t number = 0;
+  SrqContext* srq = srqs_.Allocate(&number);
+  if (srq == nullptr) return CommandStatus::kNoResources;
+  srq->number = SrqNumber{number};
   srq->pd = create.pd;
   srq->queue = create.queue;
   srq->consumed = create.queue.ring->ConsumerIndex() / create.queue.stride_blocks;
@@ -255,7 +225,6 @@ CommandStatus Nic::CreateSrq(const SrqCreate& create, SrqNumber* out) {
   // Armed, but first judged when a WQE is taken: a new SRQ is empty by nature.
   srq->limit = create.limit;
   srq->armed = create.limit != 0;
-  srqs_[slot] = std::move(srq);
   return CommandStatus::kOk;
 }
 
@@ -300,11 +269,10 @@ CommandStatus Nic::ReplaceSrqQueue(SrqNumber number, const WorkQueue& queue) {
 }
 
 CommandStatus Nic::DestroySrq(SrqNumber number) {
-  if (FindSrq(number) == nullptr) return CommandStatus::kNotFound;
-  bool used = false;
-  ForEachQp([&](QpContext& qp) { used = used || qp.srq == number; });
-  if (used) return CommandStatus::kBusy;
-  srqs_[number.value - 1].reset();
+  const SrqContext* srq = FindSrq(number);
+  if (srq == nullptr) return CommandStatus::kNotFound;
+  if (srq->qps > 0) return CommandStatus::kBusy;
+  srqs_.Free(number.value);
   return CommandStatus::kOk;
 }
 
@@ -312,29 +280,32 @@ CommandStatus Nic::DestroyQp(Qpn qpn) {
   QpContext* qp = FindQp(qpn);
   if (qp == nullptr) return CommandStatus::kNotFound;
   requester_->Abort(*qp);  // releases the packets it staged
-  qps_[qpn.value - kFirstQpn].reset();
+  --FindCq(qp->send_cq)->qps;
+  --FindCq(qp->receive_cq)->qps;
+  if (SrqContext* srq = FindSrq(qp->srq); srq != nullptr) --srq->qps;
+  qps_.Free(qpn.value);
   return CommandStatus::kOk;
 }
 
 QpState Nic::QueryQpState(Qpn qpn) const {
-  if (qpn.value < kFirstQpn || qpn.value - kFirstQpn >= qps_.size() || !qps_[qpn.value - kFirstQpn]) {
-    return QpState::kReset;
-  }
-  return qps_[qpn.value - kFirstQpn]->state;
+  const QpContext* qp = qps_.Find(qpn.value);
+  return qp != nullptr ? qp->state : QpState::kReset;
 }
 
-CommandStatus Nic::RegisterMemory(const MemoryRegistration& reg, MemoryKey* out) {
-  return translation_->Register(reg, out);
+CommandStatus Nic::RegisterMemory(const MemoryRegistration& reg, MemoryKey* out, std::uint32_t* generation) {
+  return translation_->Register(reg, out, generation);
 }
 
 CommandStatus Nic::DeregisterMemory(MemoryKey key) { return translation_->Deregister(key); }
 
 CommandStatus Nic::AllocateFastRegisterKey(PdNumber pd, std::uint32_t page_capacity, bool remote_access,
-                                           MemoryKey* out) {
-  return translation_->AllocateFastRegister(pd, page_capacity, remote_access, out);
+                                           MemoryKey* out, std::uint32_t* generation) {
+  return translation_->AllocateFastRegister(pd, page_capacity, remote_access, out, generation);
 }
 
-CommandStatus Nic::AllocateWindowKey(PdNumber pd, MemoryKey* out) { return translation_->AllocateWindow(pd, out); }
+CommandStatus Nic::AllocateWindowKey(PdNumber pd, MemoryKey* out, std::uint32_t* generation) {
+  return translation_->AllocateWindow(pd, out, generation);
+}
 
 CommandStatus Nic::AllocatePrivilegedKey(PdNumber pd, MemoryKey* out) {
   return translation_->AllocatePrivileged(pd, out);
@@ -378,13 +349,12 @@ void Nic::EnterFatal() {
   fatal_ = true;
   NDKSIM_TRACE(tracer_, events_.Now(), id_, Faults, "catastrophic error: the NIC stops");
   completion_engine_->FailAll();
-  for (const auto& srq : srqs_) {
-    if (!srq) continue;
+  srqs_.ForEach([this](const SrqContext& srq) {
     EventEntry e{};
     e.type = EventType::kSrqError;
-    e.object = srq->number.value;
+    e.object = srq.number.value;
     PostEvent(e);
-  }
+  });
   ForEachQp([this](QpContext& qp) {
     if (qp.state != QpState::kError) EnterQpError(qp, QpErrorCause::kLocal);
   });

@@ -11,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "hwmodel/context_table.h"
 #include "hwmodel/doorbell_queue.h"
 #include "hwmodel/fault_injector.h"
 #include "hwmodel/host_interface.h"
@@ -180,13 +181,15 @@ class Nic {
   CommandStatus ReplaceSrqQueue(SrqNumber srq, const WorkQueue& queue);
   CommandStatus DestroySrq(SrqNumber srq);
   QpState QueryQpState(Qpn qpn) const;
-  CommandStatus RegisterMemory(const MemoryRegistration& reg, MemoryKey* out);
+  // `generation` (optional): the allocation's generation, which memory-operation WQEs name
+  // (Translation::Register).
+  CommandStatus RegisterMemory(const MemoryRegistration& reg, MemoryKey* out, std::uint32_t* generation = nullptr);
   CommandStatus DeregisterMemory(MemoryKey key);  // kBusy while windows are bound inside
   // Protection entries that a WQE makes valid later (ref §3.6, §3.7), and the privileged entry of
   // a PD (ref §3.15). The key returned is the entry's current token; the WQE names the next one.
   CommandStatus AllocateFastRegisterKey(PdNumber pd, std::uint32_t page_capacity, bool remote_access,
-                                        MemoryKey* out);
-  CommandStatus AllocateWindowKey(PdNumber pd, MemoryKey* out);
+                                        MemoryKey* out, std::uint32_t* generation = nullptr);
+  CommandStatus AllocateWindowKey(PdNumber pd, MemoryKey* out, std::uint32_t* generation = nullptr);
   CommandStatus AllocatePrivilegedKey(PdNumber pd, MemoryKey* out);
   CommandStatus FreeMemoryKey(MemoryKey key);
   // Sends a connection-management datagram to whoever owns `destination`. False if no node
@@ -205,6 +208,11 @@ class Nic {
   NicCounters& MutableCounters() { return counters_; }
   EventQueue& Events() { return events_; }
   Tracer& Trace() { return tracer_; }
+  // How QPNs, CQ numbers and SRQ numbers are laid out (host_interface.h IdLayout), for the
+  // driver's own lookup tables.
+  const IdLayout& QpIds() const { return qps_.Layout(); }
+  const IdLayout& CqIds() const { return cqs_.Layout(); }
+  const IdLayout& SrqIds() const { return srqs_.Layout(); }
   QpContext* FindQp(Qpn qpn);
   CqContext* FindCq(CqNumber cq);
   SrqContext* FindSrq(SrqNumber srq);
@@ -241,16 +249,12 @@ class Nic {
   // Calls `fn` for every live QP.
   template <typename Fn>
   void ForEachQp(Fn&& fn) {
-    for (auto& qp : qps_) {
-      if (qp) fn(*qp);
-    }
+    qps_.ForEach(fn);
   }
   // Calls `fn` for every live CQ.
   template <typename Fn>
   void ForEachCq(Fn&& fn) {
-    for (auto& cq : cqs_) {
-      if (cq) fn(*cq);
-    }
+    cqs_.ForEach(fn);
   }
   // Delivers an incoming management datagram to the host.
   void DeliverManagementDatagram(std::span<const std::byte> bytes);
@@ -274,15 +278,12 @@ class Nic {
   SpscRing<EventEntry>* event_ring_ = nullptr;
   std::deque<EventEntry> pending_events_;  // written to the event ring when their DMA lands
 
-  std::vector<std::unique_ptr<QpContext>> qps_;  // index = QPN - kFirstQpn
-  std::vector<std::unique_ptr<CqContext>> cqs_;
-  std::vector<std::unique_ptr<SrqContext>> srqs_;  // index = SRQ number - 1
-  std::size_t next_srq_slot_ = 0;
+  // Identifiers carry their slot's generation (IdLayout): doorbells, events, CQEs and packets
+  // that name a destroyed entry find nothing, even after its slot is reused.
+  ContextTable<QpContext> qps_;
+  ContextTable<CqContext> cqs_;
+  ContextTable<SrqContext> srqs_;
   std::uint32_t next_pd_ = 1;
-  // Slots are handed out round robin, so a destroyed QP's or CQ's number is reused only after the
-  // table wraps, not while stale CQEs for it may still sit in a CQ.
-  std::size_t next_qp_slot_ = 0;
-  std::size_t next_cq_slot_ = 0;
 
   std::unique_ptr<PcieLink> pcie_;
   std::unique_ptr<DoorbellUnit> doorbell_unit_;

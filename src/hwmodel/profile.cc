@@ -77,7 +77,7 @@ std::vector<std::string> Validate(const HardwareProfile& p) {
   require(p.max_caller_data <= 512, "max_caller_data", "must be at most 512");
   require(p.max_callee_data <= 512, "max_callee_data", "must be at most 512");
   require(p.max_qps >= 1 && p.max_qps < (1u << 23), "max_qps", "must be 1..2^23-1 (24-bit QPNs)");
-  require(p.max_cqs >= 1, "max_cqs", "must be at least 1");
+  require(p.max_cqs >= 1 && p.max_cqs < (1u << 23), "max_cqs", "must be 1..2^23-1 (CQ and SRQ numbers)");
   require(p.max_mrs >= 1 && p.max_mrs < (1u << 24), "max_mrs", "must be 1..2^24-1 (24-bit token index)");
   return errors;
 }

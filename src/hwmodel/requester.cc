@@ -176,13 +176,14 @@ bool Requester::CheckLocalSges(QpContext& qp, WqeDescriptor& d, std::uint32_t re
 
 MemoryOpOutcome Requester::ApplyMemoryOperation(QpContext& qp, const WqeDescriptor& d) {
   const MemoryKey target{d.control.invalidate_key};
-  if (d.control.opcode == WqeOpcode::kLocalInvalidate) return nic_.Tpt().Invalidate(target, qp.pd);
+  const std::uint32_t generation = d.control.inline_bytes;  // of the target entry
+  if (d.control.opcode == WqeOpcode::kLocalInvalidate) return nic_.Tpt().Invalidate(target, qp.pd, generation);
   if (d.control.sge_count < 1) return MemoryOpOutcome::kBadKey;  // malformed WQE
   WqeMemorySegment m;
   std::memcpy(&m, &d.sges[0], sizeof m);
   if (d.control.opcode == WqeOpcode::kBind) {
-    return nic_.Tpt().Bind({target, MemoryKey{d.remote.remote_key}, qp.pd, d.remote.remote_address, m.length,
-                            m.access});
+    return nic_.Tpt().Bind({target, generation, MemoryKey{d.remote.remote_key}, d.remote.reserved, qp.pd,
+                            d.remote.remote_address, m.length, m.access});
   }
   if (d.control.sge_count < 2) return MemoryOpOutcome::kBadKey;
   WqePageListSegment list;
@@ -190,7 +191,7 @@ MemoryOpOutcome Requester::ApplyMemoryOperation(QpContext& qp, const WqeDescript
   // The page list is host memory the NIC reads by DMA. The read occupies the link and a tag; its
   // latency is folded into wqe_processing, so the registration applies now.
   (void)nic_.Pcie().DmaReadArrival(std::uint64_t{list.page_count} * sizeof(std::uint64_t), &qp.counters);
-  return nic_.Tpt().FastRegister({target, qp.pd, d.remote.remote_address, m.length, d.remote.reserved, m.access,
+  return nic_.Tpt().FastRegister({target, generation, qp.pd, d.remote.remote_address, m.length, d.remote.reserved, m.access,
                                   reinterpret_cast<const std::uint64_t*>(list.page_list), list.page_count});
 }
 

@@ -49,7 +49,7 @@ Translation::Translation(Nic& nic, std::uint64_t seed) : nic_(nic) {
 
 // ---- table management ----------------------------------------------------------------------------
 
-CommandStatus Translation::AllocateIndex(std::uint32_t* index) {
+CommandStatus Translation::AllocateIndex(std::uint32_t* index, std::uint32_t* generation) {
   if (!free_indices_.empty()) {
     // Lowest free index first: deterministic and compact.
     auto it = std::min_element(free_indices_.begin(), free_indices_.end());
@@ -64,6 +64,8 @@ CommandStatus Translation::AllocateIndex(std::uint32_t* index) {
   }
   Entry& e = entries_[*index];
   e.key = static_cast<std::uint8_t>(e.key + 1);  // a new key byte on every allocation
+  if (++e.generation == Translation::kAnyGeneration) ++e.generation;  // 0 never names an allocation
+  if (generation != nullptr) *generation = e.generation;
   e.allocated = true;
   e.valid = false;
   e.parent = 0;
@@ -80,17 +82,23 @@ void Translation::Release(std::uint32_t index) {
   free_indices_.push_back(index);
 }
 
+std::uint32_t Translation::Generation(MemoryKey key) const {
+  const std::uint32_t index = key.Index();
+  if (index == 0 || index >= entries_.size() || !entries_[index].allocated) return kAnyGeneration;
+  return entries_[index].generation;
+}
+
 Translation::Entry* Translation::Find(MemoryKey key) {
   const std::uint32_t index = key.Index();
   if (index == 0 || index >= entries_.size()) return nullptr;
   return &entries_[index];
 }
 
-CommandStatus Translation::Register(const MemoryRegistration& reg, MemoryKey* out) {
+CommandStatus Translation::Register(const MemoryRegistration& reg, MemoryKey* out, std::uint32_t* generation) {
   if (reg.length == 0 || reg.host_memory == nullptr) return CommandStatus::kInvalidArgument;
   if (reg.virtual_address + reg.length < reg.virtual_address) return CommandStatus::kInvalidArgument;
   std::uint32_t index;
-  if (const CommandStatus s = AllocateIndex(&index); s != CommandStatus::kOk) return s;
+  if (const CommandStatus s = AllocateIndex(&index, generation); s != CommandStatus::kOk) return s;
   Entry& e = entries_[index];
   e.kind = EntryKind::kRegion;
   e.valid = true;
@@ -110,10 +118,10 @@ CommandStatus Translation::Deregister(MemoryKey key) {
 }
 
 CommandStatus Translation::AllocateFastRegister(PdNumber pd, std::uint32_t page_capacity, bool remote_access,
-                                                MemoryKey* out) {
+                                                MemoryKey* out, std::uint32_t* generation) {
   if (page_capacity == 0 || page_capacity > nic_.Profile().frmr_page_count) return CommandStatus::kInvalidArgument;
   std::uint32_t index;
-  if (const CommandStatus s = AllocateIndex(&index); s != CommandStatus::kOk) return s;
+  if (const CommandStatus s = AllocateIndex(&index, generation); s != CommandStatus::kOk) return s;
   Entry& e = entries_[index];
   e.kind = EntryKind::kFastRegister;
   e.reg = MemoryRegistration{pd, 0, 0, nullptr, 0};
@@ -125,9 +133,9 @@ CommandStatus Translation::AllocateFastRegister(PdNumber pd, std::uint32_t page_
   return CommandStatus::kOk;
 }
 
-CommandStatus Translation::AllocateWindow(PdNumber pd, MemoryKey* out) {
+CommandStatus Translation::AllocateWindow(PdNumber pd, MemoryKey* out, std::uint32_t* generation) {
   std::uint32_t index;
-  if (const CommandStatus s = AllocateIndex(&index); s != CommandStatus::kOk) return s;
+  if (const CommandStatus s = AllocateIndex(&index, generation); s != CommandStatus::kOk) return s;
   Entry& e = entries_[index];
   e.kind = EntryKind::kWindow;
   e.reg = MemoryRegistration{pd, 0, 0, nullptr, 0};
@@ -137,7 +145,7 @@ CommandStatus Translation::AllocateWindow(PdNumber pd, MemoryKey* out) {
 
 CommandStatus Translation::AllocatePrivileged(PdNumber pd, MemoryKey* out) {
   std::uint32_t index;
-  if (const CommandStatus s = AllocateIndex(&index); s != CommandStatus::kOk) return s;
+  if (const CommandStatus s = AllocateIndex(&index, nullptr); s != CommandStatus::kOk) return s;
   Entry& e = entries_[index];
   e.kind = EntryKind::kPrivileged;
   // ref §3.15: local read and write on raw logical addresses, never remote access.
@@ -168,7 +176,8 @@ void Translation::Unbind(Entry& window) {
 
 MemoryOpOutcome Translation::FastRegister(const FastRegisterRequest& r) {
   Entry* e = Find(r.key);
-  if (e == nullptr || !e->allocated) return MemoryOpOutcome::kBadKey;
+  // The WQE was posted for one allocation of the entry: a freed or reallocated entry is another.
+  if (e == nullptr || !e->allocated || e->generation != r.generation) return MemoryOpOutcome::kBadKey;
   if (e->kind != EntryKind::kFastRegister) return MemoryOpOutcome::kWrongKind;
   if (e->reg.pd != r.pd) return MemoryOpOutcome::kPdMismatch;
   if ((r.access & kRemoteRights) != 0 && !e->remote_allowed) return MemoryOpOutcome::kAccessDenied;
@@ -191,10 +200,13 @@ MemoryOpOutcome Translation::FastRegister(const FastRegisterRequest& r) {
 
 MemoryOpOutcome Translation::Bind(const BindRequest& r) {
   Entry* w = Find(r.window);
-  if (w == nullptr || !w->allocated) return MemoryOpOutcome::kBadKey;
+  if (w == nullptr || !w->allocated || w->generation != r.window_generation) return MemoryOpOutcome::kBadKey;
   if (w->kind != EntryKind::kWindow) return MemoryOpOutcome::kWrongKind;
   Entry* region = Find(r.region);
-  if (region == nullptr || !region->allocated || region->key != r.region.KeyByte()) return MemoryOpOutcome::kBadKey;
+  if (region == nullptr || !region->allocated || region->key != r.region.KeyByte() ||
+      region->generation != r.region_generation) {
+    return MemoryOpOutcome::kBadKey;
+  }
   if (region->kind != EntryKind::kRegion) return MemoryOpOutcome::kWrongKind;  // a region is valid while allocated
   if (w->reg.pd != r.pd || region->reg.pd != r.pd) return MemoryOpOutcome::kPdMismatch;
   // ref §3.6: remote write through the window needs local write on the region.
@@ -217,9 +229,10 @@ MemoryOpOutcome Translation::Bind(const BindRequest& r) {
   return MemoryOpOutcome::kOk;
 }
 
-MemoryOpOutcome Translation::Invalidate(MemoryKey key, PdNumber pd) {
+MemoryOpOutcome Translation::Invalidate(MemoryKey key, PdNumber pd, std::uint32_t generation) {
   Entry* e = Find(key);
   if (e == nullptr || !e->allocated || e->key != key.KeyByte()) return MemoryOpOutcome::kBadKey;
+  if (generation != kAnyGeneration && e->generation != generation) return MemoryOpOutcome::kBadKey;
   // ref §3.8: an MR registered with NdkRegisterMr (and the privileged token) is never invalidated.
   if (e->kind != EntryKind::kFastRegister && e->kind != EntryKind::kWindow) return MemoryOpOutcome::kWrongKind;
   if (!e->valid) return MemoryOpOutcome::kNotValid;

@@ -51,6 +51,7 @@ struct TranslationResult {
 // A fast-register WQE as the NIC executes it (ref §3.7).
 struct FastRegisterRequest {
   MemoryKey key;                      // the region's token with its new key byte
+  std::uint32_t generation = 0;       // the allocation of the entry the WQE was posted for
   PdNumber pd;                        // the posting QP's PD
   std::uint64_t base_address = 0;     // virtual address of the first byte
   std::uint64_t length = 0;
@@ -63,7 +64,9 @@ struct FastRegisterRequest {
 // A bind WQE as the NIC executes it (ref §3.6).
 struct BindRequest {
   MemoryKey window;     // the window's token with its new key byte
+  std::uint32_t window_generation = 0;  // the allocations the WQE was posted for
   MemoryKey region;     // the registered region it is bound inside
+  std::uint32_t region_generation = 0;
   PdNumber pd;          // the posting QP's PD
   std::uint64_t address = 0;
   std::uint64_t length = 0;
@@ -74,13 +77,18 @@ class Translation {
  public:
   Translation(Nic& nic, std::uint64_t seed);
 
-  CommandStatus Register(const MemoryRegistration& reg, MemoryKey* out);
+  // Each allocation of a table entry has a generation, returned through `generation`: memory
+  // operations name it, so that one posted for an entry since freed (its index reused, perhaps
+  // with a key byte that matches again) fails instead of acting on the new entry.
+  CommandStatus Register(const MemoryRegistration& reg, MemoryKey* out, std::uint32_t* generation = nullptr);
   // kBusy while windows are bound inside the region (NDSPI analogue, ref §3.6).
   CommandStatus Deregister(MemoryKey key);
   // Entries made valid later by a WQE (fast register, bind), and the privileged entry of a PD.
   CommandStatus AllocateFastRegister(PdNumber pd, std::uint32_t page_capacity, bool remote_access,
-                                     MemoryKey* out);
-  CommandStatus AllocateWindow(PdNumber pd, MemoryKey* out);
+                                     MemoryKey* out, std::uint32_t* generation = nullptr);
+  CommandStatus AllocateWindow(PdNumber pd, MemoryKey* out, std::uint32_t* generation = nullptr);
+  // The generation of the live allocation at `key`'s index (0: none).
+  std::uint32_t Generation(MemoryKey key) const;
   CommandStatus AllocatePrivileged(PdNumber pd, MemoryKey* out);
   // Frees an entry made by one of the Allocate* calls, named by index (a bound window is unbound
   // first).
@@ -90,8 +98,10 @@ class Translation {
   MemoryOpOutcome FastRegister(const FastRegisterRequest& request);
   MemoryOpOutcome Bind(const BindRequest& request);
   // Local invalidate, remote invalidate (send with invalidate) and read-local-invalidate share it:
-  // only fast-register regions and windows of `pd` can be invalidated (ref §3.2, §3.8).
-  MemoryOpOutcome Invalidate(MemoryKey key, PdNumber pd);
+  // only fast-register regions and windows of `pd` can be invalidated (ref §3.2, §3.8). A local
+  // invalidate WQE names the entry's generation too; the others have only the token.
+  static constexpr std::uint32_t kAnyGeneration = 0;
+  MemoryOpOutcome Invalidate(MemoryKey key, PdNumber pd, std::uint32_t generation = kAnyGeneration);
   // Fault injection: the entry `key` names stops translating, whatever its kind, as a racing
   // invalidate or deregistration would leave it. A region stays registered (deregistration works
   // as usual); a fast-register region or window is valid again after its next fast register or
@@ -114,6 +124,7 @@ class Translation {
  private:
   struct Entry {
     bool allocated = false;  // in use (a region is allocated exactly while it is registered)
+    std::uint32_t generation = 0;  // allocations of this entry so far; the live one's number
     bool valid = false;
     std::uint8_t key = 0;
     EntryKind kind = EntryKind::kRegion;
@@ -128,7 +139,7 @@ class Translation {
     std::uint32_t bound_windows = 0;
   };
 
-  CommandStatus AllocateIndex(std::uint32_t* index);
+  CommandStatus AllocateIndex(std::uint32_t* index, std::uint32_t* generation);
   void Release(std::uint32_t index);
   Entry* Find(MemoryKey key);
   void Unbind(Entry& window);

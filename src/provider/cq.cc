@@ -58,7 +58,7 @@ void FillCommon(const Driver& driver, Qp& qp, const hw::Cqe& cqe, Result& out) {
   if ((cqe.flags & hw::cqe_flag::kSrq) != 0) {
     out.RequestContext = RetireSrqWqe(driver, cqe);
   } else {
-    out.RequestContext = receive ? qp.RetireReceive(cqe.wqe_counter) : qp.RetireSend(cqe.wqe_counter);
+    out.RequestContext = receive ? qp.RetireReceive(cqe.wqe_counter) : qp.RetireSend(cqe.wqe_counter, cqe.syndrome == hw::CompletionSyndrome::kSuccess);
   }
 }
 

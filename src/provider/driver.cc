@@ -72,20 +72,11 @@ void Driver::CloseAdapter(NDK_ADAPTER* adapter) {
   Trace("close adapter");
 }
 
-void Driver::RegisterQp(hw::Qpn qpn, Qp* qp) {
-  // release: pairs with the acquire load in FindQp; publishes the constructed Qp.
-  qps_.Slot(qpn.value).store(qp, std::memory_order_release);
-}
+void Driver::RegisterQp(hw::Qpn qpn, Qp* qp) { Register(qps_, nic_.QpIds(), qpn.value, qp); }
 
-void Driver::RegisterCq(hw::CqNumber cq, Cq* object) {
-  // release: pairs with the acquire load in FindCq.
-  cqs_.Slot(cq.value).store(object, std::memory_order_release);
-}
+void Driver::RegisterCq(hw::CqNumber cq, Cq* object) { Register(cqs_, nic_.CqIds(), cq.value, object); }
 
-void Driver::RegisterSrq(hw::SrqNumber srq, Srq* object) {
-  // release: pairs with the acquire load in FindSrq.
-  srqs_.Slot(srq.value).store(object, std::memory_order_release);
-}
+void Driver::RegisterSrq(hw::SrqNumber srq, Srq* object) { Register(srqs_, nic_.SrqIds(), srq.value, object); }
 
 void Driver::RingDoorbell(const hw::Doorbell& doorbell) {
   // The FIFO is sized so that this loop is a rarity. In stepped mode nobody drains it while we

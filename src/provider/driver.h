@@ -67,21 +67,11 @@ class Driver {
   void RegisterQp(hw::Qpn qpn, Qp* qp);
   void RegisterCq(hw::CqNumber cq, Cq* object);
   void RegisterSrq(hw::SrqNumber srq, Srq* object);
-  Srq* FindSrq(std::uint32_t srq) const {
-    const auto* slot = srqs_.Find(srq);
-    // acquire: pairs with the release store in RegisterSrq.
-    return slot == nullptr ? nullptr : slot->load(std::memory_order_acquire);
-  }
-  Qp* FindQp(std::uint32_t qpn) const {
-    const auto* slot = qps_.Find(qpn);
-    // acquire: pairs with the release store in RegisterQp; the Qp is fully constructed.
-    return slot == nullptr ? nullptr : slot->load(std::memory_order_acquire);
-  }
-  Cq* FindCq(std::uint32_t cq) const {
-    const auto* slot = cqs_.Find(cq);
-    // acquire: pairs with the release store in RegisterCq.
-    return slot == nullptr ? nullptr : slot->load(std::memory_order_acquire);
-  }
+  // The object an identifier names, or nullptr: a table slot holds the newest object of that
+  // slot, and an identifier of an older generation (a CQE of a closed QP) does not match it.
+  Srq* FindSrq(std::uint32_t srq) const { return Lookup(srqs_, nic_.SrqIds(), srq); }
+  Qp* FindQp(std::uint32_t qpn) const { return Lookup(qps_, nic_.QpIds(), qpn); }
+  Cq* FindCq(std::uint32_t cq) const { return Lookup(cqs_, nic_.CqIds(), cq); }
 
   MemoryTable& Memory() { return memory_; }
   const CompletionStatusTable& CompletionStatus() const { return completion_status_; }
@@ -105,6 +95,35 @@ class Driver {
   void Cancel(WorkId id);
 
  private:
+  // An identifier's entry in one of the tables above: the object, checked against the whole
+  // identifier (hot path: two loads and a compare).
+  template <typename T>
+  struct Registered {
+    std::atomic<T*> object{nullptr};
+    std::atomic<std::uint32_t> id{0};
+  };
+  template <typename T>
+  static T* Lookup(const IndexTable<Registered<T>>& table, const hw::IdLayout& layout, std::uint32_t id) {
+    const auto* slot = table.Find(layout.Slot(id));
+    if (slot == nullptr) return nullptr;
+    // acquire: pairs with the release store in Register; the object is fully constructed.
+    T* object = slot->object.load(std::memory_order_acquire);
+    return object != nullptr && slot->id.load(std::memory_order_relaxed) == id ? object : nullptr;
+  }
+  template <typename T>
+  static void Register(IndexTable<Registered<T>>& table, const hw::IdLayout& layout, std::uint32_t id, T* object) {
+    Registered<T>& slot = table.Slot(layout.Slot(id));
+    if (object == nullptr) {
+      // A slot only forgets the object it holds (a newer one may hold it already).
+      if (slot.id.load(std::memory_order_relaxed) == id) slot.object.store(nullptr, std::memory_order_release);
+      return;
+    }
+    slot.object.store(nullptr, std::memory_order_relaxed);
+    slot.id.store(id, std::memory_order_relaxed);
+    // release: pairs with the acquire load in Lookup; publishes the object and its id.
+    slot.object.store(object, std::memory_order_release);
+  }
+
   void OnInterrupt(std::uint32_t vector);
   void DrainEventQueue();
   void DispatchEvent(const hw::EventEntry& entry);
@@ -120,9 +139,9 @@ class Driver {
   Tracer& tracer_;
   CompletionStatusTable completion_status_;
 
-  IndexTable<std::atomic<Qp*>> qps_;
-  IndexTable<std::atomic<Cq*>> cqs_;
-  IndexTable<std::atomic<Srq*>> srqs_;
+  IndexTable<Registered<Qp>> qps_;
+  IndexTable<Registered<Cq>> cqs_;
+  IndexTable<Registered<Srq>> srqs_;
   MemoryTable memory_;
   std::unique_ptr<ConnectionManager> cm_;
   std::vector<std::unique_ptr<Adapter>> adapters_;

@@ -242,7 +242,9 @@ Mr::Mr(Pd& pd) : Object(pd.GetAdapter(), NdkObjectTypeMr), pd_(pd) {
 }
 
 Mr::~Mr() {
-  if (registered_) Deregister();
+  // The MR -> MW edges (WindowBinding) keep an MR open while the NIC may map a window inside it,
+  // so the NIC never refuses this deregistration.
+  if (registered_) NDKSIM_CHECK(Deregister() == STATUS_SUCCESS);
   if (fr_allocated_) {
     GetDriver().Memory().Revoke(key_);
     GetDriver().Nic().FreeMemoryKey(key_);
@@ -265,7 +267,7 @@ NTSTATUS Mr::Register(const MDL* mdl, SIZE_T length, ULONG flags) {
   const hw::MemoryRegistration reg{pd_.Number(), va, length,
                                    static_cast<std::byte*>(MmGetMdlVirtualAddress(mdl)), access};
   hw::MemoryKey key;
-  const hw::CommandStatus status = driver.Nic().RegisterMemory(reg, &key);
+  const hw::CommandStatus status = driver.Nic().RegisterMemory(reg, &key, &generation_);
   if (status != hw::CommandStatus::kOk) return CommandToNtStatus(status);
   key_ = key;
   registered_ = true;
@@ -298,18 +300,19 @@ NTSTATUS Mr::InitializeFastRegister(ULONG page_count, BOOLEAN remote_access) {
   if (page_count > driver.Profile().frmr_page_count) return STATUS_IMPLEMENTATION_LIMIT;
   // May be called again (ref §3.15): the new entry replaces the old one.
   hw::MemoryKey key;
+  std::uint32_t generation = 0;
   const hw::CommandStatus status =
-      driver.Nic().AllocateFastRegisterKey(pd_.Number(), page_count, remote_access != FALSE, &key);
+      driver.Nic().AllocateFastRegisterKey(pd_.Number(), page_count, remote_access != FALSE, &key, &generation);
   if (status != hw::CommandStatus::kOk) return CommandToNtStatus(status);
   if (fr_allocated_) {
     driver.Memory().Revoke(key_);
     driver.Nic().FreeMemoryKey(key_);
   }
   key_ = key;
+  generation_ = generation;
   fr_allocated_ = true;
   remote_access_ = remote_access != FALSE;
   page_capacity_ = page_count;
-  pages_ = std::make_unique<std::uint64_t[]>(page_count);
   driver.Trace("initialize fr mr {:#x} pages {} remote {}", key.value, page_count, remote_access_);
   return STATUS_SUCCESS;
 }
@@ -348,32 +351,96 @@ NTSTATUS Mw::Create(Pd& pd, NDK_MW** out) {
   if (out == nullptr) return STATUS_INVALID_PARAMETER;
   Driver& driver = pd.GetDriver();
   hw::MemoryKey key;
-  const hw::CommandStatus status = driver.Nic().AllocateWindowKey(pd.Number(), &key);
+  std::uint32_t generation = 0;
+  const hw::CommandStatus status = driver.Nic().AllocateWindowKey(pd.Number(), &key, &generation);
   if (status != hw::CommandStatus::kOk) return CommandToNtStatus(status);
-  Mw& mw = pd.GetAdapter().Adopt(std::make_unique<Mw>(pd, key));
+  Mw& mw = pd.GetAdapter().Adopt(std::make_unique<Mw>(pd, key, generation));
   driver.Trace("create mw {:#x} on pd {}", key.value, pd.Number().value);
   *out = mw.Ndk();
   return STATUS_SUCCESS;
 }
 
-Mw::Mw(Pd& pd, hw::MemoryKey key) : Object(pd.GetAdapter(), NdkObjectTypeMw), pd_(pd), key_(key) {
+Mw::Mw(Pd& pd, hw::MemoryKey key, std::uint32_t generation)
+    : Object(pd.GetAdapter(), NdkObjectTypeMw), pd_(pd), key_(key), generation_(generation) {
   InitNdk(handle_.ndk, pd.Version(), NdkObjectTypeMw, &kMwDispatch);
   handle_.owner = this;
   pd_.AddSuccessor();
 }
 
 Mw::~Mw() {
-  GetDriver().Nic().FreeMemoryKey(key_);  // unbinds it if bound
-  if (bound_mr_ != nullptr) bound_mr_->ReleaseSuccessor();
+  // The NIC unbinds the window now; binds still queued for it fail on its generation.
+  GetDriver().Nic().FreeMemoryKey(key_);
+  binding_->Close();
   pd_.ReleaseSuccessor();
 }
 
-void Mw::BindPosted(hw::MemoryKey key, Mr& mr) {
+std::shared_ptr<WindowBinding> Mw::BindPosted(hw::MemoryKey key, Mr& mr) {
   key_ = key;
-  if (bound_mr_ == &mr) return;
+  binding_->Posted(mr);
+  return binding_;
+}
+
+// ---- window bindings -----------------------------------------------------------------------------
+
+void WindowBinding::Posted(Mr& mr) {
   mr.AddSuccessor();
-  if (bound_mr_ != nullptr) bound_mr_->ReleaseSuccessor();
-  bound_mr_ = &mr;
+  edges.push_back(&mr);
+  ++outstanding;
+}
+
+void WindowBinding::Resolved(Mr& mr, const Qp& qp, Outcome outcome) {
+  if (!open) return;  // the close released every edge
+  NDKSIM_CHECK(outstanding > 0);
+  --outstanding;
+  switch (outcome) {
+    case Outcome::kExecuted:
+      // Binds of one QP execute in posting order; across QPs the NIC's order is not known here.
+      if (executed_on != nullptr && executed_on != &qp) uncertain = true;
+      executed_on = &qp;
+      newest_executed = &mr;
+      break;
+    case Outcome::kFailed:
+      Drop(mr);  // the window never moved to `mr`
+      break;
+    case Outcome::kUnknown:
+      uncertain = true;  // the QP closed first: the bind may or may not have executed
+      break;
+  }
+  Settle();
+}
+
+void WindowBinding::Settle() {
+  if (outstanding != 0 || newest_executed == nullptr || uncertain) return;
+  // The NIC maps the window inside the newest executed bind's MR, and nothing else.
+  std::vector<Mr*> keep;
+  bool kept = false;
+  for (Mr* mr : edges) {
+    if (mr == newest_executed && !kept) {
+      kept = true;
+      keep.push_back(mr);
+    } else {
+      mr->ReleaseSuccessor();
+    }
+  }
+  edges = std::move(keep);
+  newest_executed = nullptr;
+  executed_on = nullptr;
+}
+
+void WindowBinding::Drop(Mr& mr) {
+  for (auto it = edges.begin(); it != edges.end(); ++it) {
+    if (*it == &mr) {
+      edges.erase(it);
+      mr.ReleaseSuccessor();
+      return;
+    }
+  }
+}
+
+void WindowBinding::Close() {
+  open = false;
+  for (Mr* mr : edges) mr->ReleaseSuccessor();
+  edges.clear();
 }
 
 }  // namespace ndksim::provider

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "hwmodel/host_interface.h"
 #include "hwmodel/nic.h"
@@ -56,6 +57,33 @@ class MemoryTable {
   IndexTable<MemoryEntry> entries_;
 };
 
+class Mr;
+class Qp;
+
+// What the NIC may map through one window, and the edges (ref §4.4 MR -> MW) that keep those MRs
+// open. Edges move when the hardware moves: a posted bind takes an edge on its MR; the outcome,
+// learnt when the bind's WQE retires, keeps it (executed) or drops it (failed); once no bind is
+// outstanding and the newest executed one is known for certain, every other edge goes. Posted
+// binds hold it too (a QP's record of a bind may outlive the window). Control and poll paths of
+// one thread, like the rest of the object lifetime machinery.
+struct WindowBinding {
+  bool open = true;              // false once the window is closed: the NIC has unbound it
+  std::vector<Mr*> edges;        // one per edge taken, oldest first
+  std::uint32_t outstanding = 0; // binds posted whose outcome is not known yet
+  Mr* newest_executed = nullptr; // of the binds known executed since the edges last settled
+  const Qp* executed_on = nullptr;
+  bool uncertain = false;        // binds of several QPs executed, or an outcome is unknown
+
+  enum class Outcome : std::uint8_t { kExecuted, kFailed, kUnknown };
+  void Posted(Mr& mr);
+  void Resolved(Mr& mr, const Qp& qp, Outcome outcome);
+  void Close();  // releases every edge
+
+ private:
+  void Drop(Mr& mr);  // releases one edge on `mr`
+  void Settle();
+};
+
 class Pd final : public Object {
  public:
   static NTSTATUS Create(Adapter& adapter, NDK_PD** out);
@@ -85,6 +113,8 @@ class Mr final : public Object {
   NTSTATUS Register(const MDL* mdl, SIZE_T length, ULONG flags);
   NTSTATUS Deregister();
   UINT32 Token() const { return key_.value; }
+  // The generation of the NIC's protection entry (hw::Translation): memory operations name it.
+  std::uint32_t Generation() const { return generation_; }
   Pd& GetPd() const { return pd_; }
 
   // ---- regions registered with NdkRegisterMr (bind targets) ----
@@ -98,10 +128,6 @@ class Mr final : public Object {
   NTSTATUS InitializeFastRegister(ULONG page_count, BOOLEAN remote_access);
   std::uint32_t PageCapacity() const { return page_capacity_; }
   bool RemoteAccess() const { return remote_access_; }
-  // The page list the NIC reads when the fast-register WQE executes. Like the per-MR page lists
-  // of real RNICs, it is one per MR: a new NdkFastRegister of the MR is posted only after the
-  // previous one has executed (it is invalidated first).
-  std::uint64_t* PageList() { return pages_.get(); }
   // The token the next fast register installs (a new key byte, same index).
   hw::MemoryKey NextKey() const { return hw::MemoryKey::Make(key_.Index(), static_cast<std::uint8_t>(key_.KeyByte() + 1)); }
   // A fast register was posted: its token is the MR's token from now on (ref §3.7).
@@ -114,6 +140,7 @@ class Mr final : public Object {
   Pd& pd_;
   bool registered_ = false;
   hw::MemoryKey key_;
+  std::uint32_t generation_ = 0;
   std::uint64_t address_ = 0;
   std::uint64_t length_ = 0;
   std::uint32_t access_ = 0;
@@ -121,7 +148,6 @@ class Mr final : public Object {
   bool fr_allocated_ = false;
   bool remote_access_ = false;
   std::uint32_t page_capacity_ = 0;
-  std::unique_ptr<std::uint64_t[]> pages_;
 };
 
 // A memory window (NDK_MW, ref §3.6): a NIC protection entry bound inside a registered MR by a
@@ -129,23 +155,26 @@ class Mr final : public Object {
 class Mw final : public Object {
  public:
   static NTSTATUS Create(Pd& pd, NDK_MW** out);
-  Mw(Pd& pd, hw::MemoryKey key);
+  Mw(Pd& pd, hw::MemoryKey key, std::uint32_t generation);
   ~Mw() override;
 
   static Mw& From(NDK_MW* ndk) { return OwnerOf<Mw>(ndk); }
   NDK_MW* Ndk() { return &handle_.ndk; }
   Pd& GetPd() const { return pd_; }
   UINT32 Token() const { return key_.value; }
+  std::uint32_t Generation() const { return generation_; }
   hw::MemoryKey NextKey() const { return hw::MemoryKey::Make(key_.Index(), static_cast<std::uint8_t>(key_.KeyByte() + 1)); }
   // A bind was posted: the window's token changes at once (ref §3.6: valid when NdkBind returns),
-  // and the window becomes a successor of the MR (ref §4.4 MR -> MW).
-  void BindPosted(hw::MemoryKey key, Mr& mr);
+  // and the window takes an edge on the MR (ref §4.4 MR -> MW) until the bind's outcome is known.
+  // Returns the binding, which the QP resolves when the bind's WQE retires.
+  std::shared_ptr<WindowBinding> BindPosted(hw::MemoryKey key, Mr& mr);
 
  private:
   Handle<NDK_MW, Mw> handle_;
   Pd& pd_;
   hw::MemoryKey key_;
-  Mr* bound_mr_ = nullptr;
+  std::uint32_t generation_;
+  std::shared_ptr<WindowBinding> binding_ = std::make_shared<WindowBinding>();
 };
 
 }  // namespace ndksim::provider

@@ -237,14 +237,51 @@ void Qp::PostMemory(const MemoryRequest& m) {
   // Every send WQE has room for four segments (one block), all a memory operation needs.
   const std::uint8_t slots = m.opcode == hw::WqeOpcode::kFastRegister ? 2 : m.opcode == hw::WqeOpcode::kBind ? 1 : 0;
   const ULONG wqe_flags = m.flags & (NDK_OP_FLAG_SILENT_SUCCESS | NDK_OP_FLAG_READ_FENCE);
-  PutSegment(wqe, 0, hw::WqeControl{m.opcode, WqeFlags(wqe_flags), slots, 0, n, 0, m.target_key});
-  PutSegment(wqe, 1, hw::WqeRemote{m.address, m.region_key, m.fbo});
+  // The control segment's inline_bytes names the target entry's generation, WqeRemote's reserved
+  // the FBO or the bound region's generation (host_interface.h).
+  PutSegment(wqe, 0, hw::WqeControl{m.opcode, WqeFlags(wqe_flags), slots, 0, n, m.target_generation, m.target_key});
+  const std::uint32_t detail = m.opcode == hw::WqeOpcode::kBind ? m.region_generation : m.fbo;
+  PutSegment(wqe, 1, hw::WqeRemote{m.address, m.region_key, detail});
   if (slots >= 1) PutSegment(wqe, 2, hw::WqeMemorySegment{m.length, 0, m.access});
   if (slots >= 2) {
     PutSegment(wqe, 3, hw::WqePageListSegment{reinterpret_cast<std::uint64_t>(m.page_list), 0, m.page_count});
   }
   send_.contexts[n & send_.slot_mask] = m.context;
   PublishSend(m.flags, m.opcode, 0, hw::kWqeBlockBytes);
+}
+
+Qp::MemorySlot& Qp::MemorySlotFor(std::uint32_t counter) {
+  if (memory_slots_ == nullptr) memory_slots_ = std::make_unique<MemorySlot[]>(send_.slot_mask + 1);
+  return memory_slots_[counter & send_.slot_mask];
+}
+
+std::uint64_t* Qp::PageListFor(std::uint32_t page_count) {
+  std::vector<std::uint64_t>& pages = MemorySlotFor(send_.posted).pages;
+  // The slot is free: the WQE that last used it has retired, so the NIC has read its list.
+  if (pages.size() < page_count) pages.resize(page_count);
+  return pages.data();
+}
+
+void Qp::RecordBind(std::shared_ptr<WindowBinding> binding, Mr& mr) {
+  MemorySlot& slot = MemorySlotFor(send_.posted);
+  slot.binding = std::move(binding);
+  slot.mr = &mr;
+  binds_outstanding_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Qp::ResolveBinds(std::uint32_t wqe_counter, bool succeeded) {
+  // relaxed: the poller's own earlier store (Retire).
+  for (std::uint32_t c = send_.retired.load(std::memory_order_relaxed); c != wqe_counter + 1; ++c) {
+    MemorySlot& slot = memory_slots_[c & send_.slot_mask];
+    if (slot.binding == nullptr) continue;
+    // An unsignaled bind retired by a later CQE executed: had it failed, its own error CQE would
+    // have come first.
+    const bool executed = c != wqe_counter || succeeded;
+    slot.binding->Resolved(*slot.mr, *this,
+                           executed ? WindowBinding::Outcome::kExecuted : WindowBinding::Outcome::kFailed);
+    slot.binding.reset();
+    binds_outstanding_.fetch_sub(1, std::memory_order_relaxed);
+  }
 }
 
 void Qp::RingSendDoorbell(std::uint32_t wqe_bytes) {
@@ -443,15 +480,18 @@ NTSTATUS Bind(NDK_QP* ndk, PVOID context, NDK_MR* ndk_mr, NDK_MW* ndk_mw, PVOID 
   Mr& mr = Mr::From(ndk_mr);
   Mw& mw = Mw::From(ndk_mw);
   const hw::MemoryKey key = mw.NextKey();
+  // ref §3.6: the token is valid when NdkBind returns; the MR -> MW edge follows the NIC.
+  qp.RecordBind(mw.BindPosted(key, mr), mr);
   qp.PostMemory({.opcode = hw::WqeOpcode::kBind,
                  .context = context,
                  .flags = flags,
                  .target_key = key.value,
+                 .target_generation = mw.Generation(),
                  .region_key = mr.Token(),
+                 .region_generation = mr.Generation(),
                  .address = reinterpret_cast<std::uint64_t>(va),
                  .length = length,
                  .access = OpAccessBits(flags) & (hw::access::kRemoteRead | hw::access::kRemoteWrite)});
-  mw.BindPosted(key, mr);  // ref §3.6: the token is valid when NdkBind returns
   return STATUS_SUCCESS;
 }
 
@@ -491,7 +531,7 @@ NTSTATUS FastRegister(NDK_QP* ndk, PVOID context, NDK_MR* ndk_mr, ULONG page_cou
     return s;
   }
   Mr& mr = Mr::From(ndk_mr);
-  std::uint64_t* list = mr.PageList();
+  std::uint64_t* list = qp.PageListFor(page_count);
   for (ULONG i = 0; i < page_count; ++i) list[i] = static_cast<std::uint64_t>(pages[i].QuadPart);
   const hw::MemoryKey key = mr.NextKey();
   const auto address = reinterpret_cast<std::uint64_t>(base);
@@ -500,6 +540,7 @@ NTSTATUS FastRegister(NDK_QP* ndk, PVOID context, NDK_MR* ndk_mr, ULONG page_cou
                  .context = context,
                  .flags = flags,
                  .target_key = key.value,
+                 .target_generation = mr.Generation(),
                  .address = address,
                  .length = length,
                  .access = access,
@@ -512,19 +553,21 @@ NTSTATUS FastRegister(NDK_QP* ndk, PVOID context, NDK_MR* ndk_mr, ULONG page_cou
 
 // The token an NdkInvalidate names, or a failure status (ndksim's choices: a non-MR/MW object is
 // INVALID_PARAMETER; an MR registered with NdkRegisterMr is INVALID_DEVICE_REQUEST, ref §3.8).
-NTSTATUS InvalidateTarget(const Qp& qp, NDK_OBJECT_HEADER* header, std::uint32_t* token) {
+NTSTATUS InvalidateTarget(const Qp& qp, NDK_OBJECT_HEADER* header, std::uint32_t* token, std::uint32_t* generation) {
   if (header == nullptr) return STATUS_INVALID_PARAMETER;
   if (header->ObjectType == NdkObjectTypeMr) {
     const Mr& mr = OwnerOfHeader<Mr, NDK_MR>(header);
     if (&mr.GetPd() != &qp.GetPd()) return STATUS_INVALID_PARAMETER;
     if (!mr.IsFastRegister() || mr.PageCapacity() == 0) return STATUS_INVALID_DEVICE_REQUEST;
     *token = mr.Token();
+    *generation = mr.Generation();
     return STATUS_SUCCESS;
   }
   if (header->ObjectType == NdkObjectTypeMw) {
     const Mw& mw = OwnerOfHeader<Mw, NDK_MW>(header);
     if (&mw.GetPd() != &qp.GetPd()) return STATUS_INVALID_PARAMETER;
     *token = mw.Token();
+    *generation = mw.Generation();
     return STATUS_SUCCESS;
   }
   return STATUS_INVALID_PARAMETER;
@@ -533,13 +576,18 @@ NTSTATUS InvalidateTarget(const Qp& qp, NDK_OBJECT_HEADER* header, std::uint32_t
 NTSTATUS Invalidate(NDK_QP* ndk, PVOID context, NDK_OBJECT_HEADER* header, ULONG flags) {
   Qp& qp = Qp::From(ndk);
   std::uint32_t token = 0;
+  std::uint32_t generation = 0;
   NTSTATUS s = qp.CheckInitiatorRoom();
-  if (s == STATUS_SUCCESS) s = (flags & ~kCommonFlags) != 0 ? STATUS_INVALID_PARAMETER : InvalidateTarget(qp, header, &token);
+  if (s == STATUS_SUCCESS) s = (flags & ~kCommonFlags) != 0 ? STATUS_INVALID_PARAMETER : InvalidateTarget(qp, header, &token, &generation);
   if (s != STATUS_SUCCESS) {
     qp.KickDeferred();
     return s;
   }
-  qp.PostMemory({.opcode = hw::WqeOpcode::kLocalInvalidate, .context = context, .flags = flags, .target_key = token});
+  qp.PostMemory({.opcode = hw::WqeOpcode::kLocalInvalidate,
+                 .context = context,
+                 .flags = flags,
+                 .target_key = token,
+                 .target_generation = generation});
   // Whether the token was valid is known when the WQE executes (an unbound window or an
   // unregistered FR MR completes with STATUS_INVALID_DEVICE_REQUEST, ref §3.8).
   if (header->ObjectType == NdkObjectTypeMr) OwnerOfHeader<Mr, NDK_MR>(header).InvalidatePosted();
@@ -638,6 +686,13 @@ Qp::~Qp() {
     Driver& driver = GetDriver();
     driver.RegisterQp(qpn_, nullptr);
     driver.Nic().DestroyQp(qpn_);
+  }
+  // Binds whose WQEs never retired may or may not have executed before the NIC dropped them.
+  if (binds_outstanding_.load(std::memory_order_relaxed) != 0) {
+    for (std::uint32_t slot = 0; slot <= send_.slot_mask; ++slot) {
+      MemorySlot& m = memory_slots_[slot];
+      if (m.binding != nullptr) m.binding->Resolved(*m.mr, *this, WindowBinding::Outcome::kUnknown);
+    }
   }
   if (srq_ != nullptr) srq_->ReleaseSuccessor();
   initiator_cq_.ReleaseSuccessor();

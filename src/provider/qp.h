@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "hwmodel/host_interface.h"
 #include "hwmodel/nic.h"
@@ -18,6 +19,8 @@ class Connector;
 class Cq;
 class Pd;
 class Srq;
+class Mr;
+struct WindowBinding;
 
 // One initiator work request, unpacked from the NDK arguments of Send/SendAndInvalidate/Read/Write.
 struct InitiatorRequest {
@@ -39,12 +42,14 @@ struct MemoryRequest {
   void* context = nullptr;
   ULONG flags = 0;
   std::uint32_t target_key = 0;  // the token the operation installs or invalidates
+  std::uint32_t target_generation = 0;  // the target's protection entry (hw::Translation)
   std::uint32_t region_key = 0;  // Bind: the MR the window binds inside
+  std::uint32_t region_generation = 0;
   std::uint64_t address = 0;
   std::uint64_t length = 0;
   std::uint32_t access = 0;      // hw::access bits
   std::uint32_t fbo = 0;
-  const std::uint64_t* page_list = nullptr;
+  const std::uint64_t* page_list = nullptr;  // FastRegister: this WQE's copy (Qp::PageListFor)
   std::uint32_t page_count = 0;
 };
 
@@ -97,14 +102,25 @@ class Qp final : public Object {
   // post that cannot fail (the caller validated the rest in between).
   NTSTATUS CheckInitiatorRoom() const;
   void PostMemory(const MemoryRequest& request);
+  // The page list of the fast register about to be posted, copied into storage of its own WQE
+  // slot: the NIC reads it when the WQE executes, and two fast registers of one MR in flight must
+  // not share a list (finding of docs/reliability.md).
+  std::uint64_t* PageListFor(std::uint32_t page_count);
+  // The bind about to be posted moves `binding`'s window into `mr`: resolved when its WQE retires.
+  void RecordBind(std::shared_ptr<WindowBinding> binding, Mr& mr);
   // ref §4.3: a failing posting call hands deferred WQEs to the hardware before returning.
   // Any thread (a failing receive may race the initiator queue's poster).
   void KickDeferred();
   void Flush();
 
   // ---- completion side (cq.cc), poller thread ----
-  // The RequestContext of the WQE a CQE names, retiring its queue up to that WQE.
-  void* RetireSend(std::uint32_t wqe_counter) { return Retire(send_, wqe_counter); }
+  // The RequestContext of the WQE a CQE names, retiring its queue up to that WQE. Binds among the
+  // retired WQEs are resolved: those before the CQE's executed; the CQE's own by its status.
+  void* RetireSend(std::uint32_t wqe_counter, bool succeeded) {
+    // relaxed: set and read on this thread's poll and post paths (see WindowBinding).
+    if (binds_outstanding_.load(std::memory_order_relaxed) != 0) ResolveBinds(wqe_counter, succeeded);
+    return Retire(send_, wqe_counter);
+  }
   void* RetireReceive(std::uint32_t wqe_counter) { return Retire(receive_, wqe_counter); }
 
   // ---- connection side (connection.cc), control path ----
@@ -132,6 +148,15 @@ class Qp final : public Object {
     q.retired.store(wqe_counter + 1, std::memory_order_release);
     return context;
   }
+
+  // Per send-queue slot: what a memory operation in that slot needs beyond its WQE.
+  struct MemorySlot {
+    std::shared_ptr<WindowBinding> binding;  // a bind not yet resolved
+    Mr* mr = nullptr;                        // ... into this MR
+    std::vector<std::uint64_t> pages;        // a fast register's page list
+  };
+  MemorySlot& MemorySlotFor(std::uint32_t counter);
+  void ResolveBinds(std::uint32_t wqe_counter, bool succeeded);
 
   NTSTATUS ValidateInitiator(const InitiatorRequest& r, std::uint64_t* total_bytes) const;
   void BuildSendWqe(const InitiatorRequest& r, std::uint64_t total_bytes);
@@ -161,6 +186,8 @@ class Qp final : public Object {
   std::atomic<bool> deferred_pending_{false};
   WorkQueueState send_;
   WorkQueueState receive_;
+  std::unique_ptr<MemorySlot[]> memory_slots_;  // by send slot, made with the first memory operation
+  std::atomic<std::uint32_t> binds_outstanding_{0};
 };
 
 }  // namespace ndksim::provider

@@ -185,13 +185,18 @@ class TwoNodes : public ::testing::Test {
   // A full handshake a -> b:port; returns both connectors.
   void Establish(USHORT port, NDK_CONNECTOR** active, NDK_CONNECTOR** passive,
                  bool ipv6 = false) {
+    Establish(port, a_.NewQp(), b_.NewQp(), active, passive, ipv6);
+  }
+  // The same with the QPs given: `qa` on a connects to `qb` on b.
+  void Establish(USHORT port, NDK_QP* qa, NDK_QP* qb, NDK_CONNECTOR** active, NDK_CONNECTOR** passive,
+                 bool ipv6 = false) {
     *active = a_.NewConnector();
     Request& connect = Req();
     Request& accept = Req();
-    ASSERT_EQ(Connect(*active, a_.NewQp(), &connect, port, "", 4, 4, 0, ipv6), STATUS_PENDING);
+    ASSERT_EQ(Connect(*active, qa, &connect, port, "", 4, 4, 0, ipv6), STATUS_PENDING);
     *passive = RunUntilIncoming();
     ASSERT_NE(*passive, nullptr);
-    ASSERT_EQ(Accept(*passive, b_.NewQp(), &accept), STATUS_PENDING);
+    ASSERT_EQ(Accept(*passive, qb, &accept), STATUS_PENDING);
     fabric_.RunUntil([&] { return connect.calls > 0; });
     ASSERT_EQ(connect.status, STATUS_SUCCESS);
     ASSERT_EQ((*active)->Dispatch->NdkCompleteConnect(*active, CountDisconnect, &a_.disconnects,
