@@ -392,5 +392,97 @@ TEST(MemoryOperations, AnMrStaysOpenWhileAFailedRebindLeftTheWindowInsideIt) {
   EXPECT_EQ(closed.calls, 1);
 }
 
+// ---- the error state --------------------------------------------------------------------------------
+
+// Posts a write of 8 bytes from a to b with `flags`; the status of the post.
+NTSTATUS PostWrite(QpPair& pair, RegisteredBuffer& source, RegisteredBuffer& target, void* ctx, ULONG flags) {
+  const NDK_SGE sge = source.Sge(0, 8);
+  return pair.a().Write(ctx, {&sge, 1}, target.Address(), target.RemoteToken(), flags);
+}
+
+TEST(ErrorState, ADeferredPostOnAQpAlreadyInErrorCompletesWithTheNextFlush) {
+  QpPair pair;
+  auto source = pair.a().Register(64);
+  auto target = pair.b().Register(64);
+  pair.a().qp->Dispatch->NdkFlush(pair.a().qp);
+  pair.fabric().RunUntilIdle();
+
+  int ctx = 0;
+  ASSERT_EQ(PostWrite(pair, *source, *target, &ctx, NDK_OP_FLAG_DEFER), STATUS_SUCCESS);
+  pair.a().qp->Dispatch->NdkFlush(pair.a().qp);
+  const std::vector<NDK_RESULT_EX> results = pair.Drain(pair.a().initiator_cq);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].Status, STATUS_CANCELLED);
+  EXPECT_EQ(results[0].RequestContext, &ctx);
+}
+
+TEST(ErrorState, APostWhoseDoorbellWasLostOnAQpInErrorCompletesWithTheNextFlush) {
+  QpPair pair;
+  auto source = pair.a().Register(64);
+  auto target = pair.b().Register(64);
+  pair.a().qp->Dispatch->NdkFlush(pair.a().qp);
+  pair.fabric().RunUntilIdle();
+  FaultRule lose;
+  lose.point = FaultPoint::kDoorbell;
+  lose.action = FaultAction::kLose;
+  pair.fabric().AddFault(lose);
+
+  int ctx = 0;
+  ASSERT_EQ(PostWrite(pair, *source, *target, &ctx, 0), STATUS_SUCCESS);
+  pair.fabric().RunUntilIdle();
+  EXPECT_TRUE(PollAll(pair.a().initiator_cq).empty());  // the doorbell never arrived
+  pair.a().qp->Dispatch->NdkFlush(pair.a().qp);
+  const std::vector<NDK_RESULT_EX> results = pair.Drain(pair.a().initiator_cq);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].Status, STATUS_CANCELLED);
+  EXPECT_EQ(results[0].RequestContext, &ctx);
+}
+
+TEST(ErrorState, ADeferredPostAfterAnErrorCompletionCompletesWithTheNextFlush) {
+  QpPair pair;
+  auto source = pair.a().Register(64);
+  auto target = pair.b().Register(64);
+  // A write through a token the peer never registered fails and puts the QP in error.
+  int bad = 0;
+  const NDK_SGE sge = source->Sge(0, 8);
+  ASSERT_EQ(pair.a().Write(&bad, {&sge, 1}, target->Address(), target->RemoteToken() ^ 0x100u), STATUS_SUCCESS);
+  ASSERT_NE(RunUntilCompletion(pair, pair.a().initiator_cq, &bad).Status, STATUS_SUCCESS);
+
+  int ctx = 0;
+  ASSERT_EQ(PostWrite(pair, *source, *target, &ctx, NDK_OP_FLAG_DEFER), STATUS_SUCCESS);
+  pair.a().qp->Dispatch->NdkFlush(pair.a().qp);
+  const std::vector<NDK_RESULT_EX> results = pair.Drain(pair.a().initiator_cq);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].Status, STATUS_CANCELLED);
+  EXPECT_EQ(results[0].RequestContext, &ctx);
+}
+
+// ---- the order of a responder's answers -------------------------------------------------------------
+
+TEST(ResponderOrder, AReadCompletesWithItsDataBeforeALaterWriteIsRefused) {
+  QpPair pair;
+  auto sink = pair.a().Register(64 * 1024, NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_RDMA_READ_SINK);
+  auto source = pair.a().Register(64);
+  auto remote = pair.b().Register(64 * 1024, NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ);
+  for (std::size_t i = 0; i < remote->Size(); ++i) remote->Data()[i] = static_cast<std::byte>(i * 7);
+
+  int read_ctx = 0;
+  int write_ctx = 0;
+  const NDK_SGE read_sge = sink->Sge(0, 64 * 1024);
+  const NDK_SGE write_sge = source->Sge(0, 8);
+  ASSERT_EQ(pair.a().Read(&read_ctx, {&read_sge, 1}, remote->Address(), remote->RemoteToken()), STATUS_SUCCESS);
+  // The region grants no remote write: the peer refuses the write.
+  ASSERT_EQ(pair.a().Write(&write_ctx, {&write_sge, 1}, remote->Address(), remote->RemoteToken()), STATUS_SUCCESS);
+
+  std::vector<NDK_RESULT_EX> results;
+  (void)RunUntilCompletion(pair, pair.a().initiator_cq, &write_ctx, &results);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].RequestContext, &read_ctx);
+  EXPECT_EQ(results[0].Status, STATUS_SUCCESS);
+  EXPECT_EQ(results[1].RequestContext, &write_ctx);
+  EXPECT_EQ(results[1].Status, STATUS_ACCESS_VIOLATION);
+  EXPECT_EQ(std::memcmp(sink->Data(), remote->Data(), 64 * 1024), 0);
+}
+
 }  // namespace
 }  // namespace ndksim::conformance

@@ -258,7 +258,9 @@ void Completer::FlushFetched(QpContext& qp) {
   RequesterState& r = qp.requester;
   for (std::uint32_t c = r.head; c != r.tail; ++c) {
     WqeDescriptor& d = qp.Descriptor(c);
-    if (d.state == DescriptorState::kCompleted) continue;
+    // A read whose every response is in completes when its data has landed, successfully: the
+    // error came after it (a responder answers in PSN order).
+    if (d.state == DescriptorState::kCompleted || d.state == DescriptorState::kPlacing) continue;
     d.state = DescriptorState::kCompleted;
     d.syndrome = CompletionSyndrome::kFlushed;
   }

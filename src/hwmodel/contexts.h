@@ -167,6 +167,11 @@ struct ResponderState {
   bool response_drain_scheduled = false;     // waiting for the port's transmitter
   bool response_tag_wait_scheduled = false;  // waiting for a PCIe read slot
   bool rnr_nak_outstanding = false;
+  // A request was refused while responses to earlier reads were still to be sent: its NAK
+  // follows them (Responder::Fail).
+  bool nak_pending = false;
+  Psn nak_psn;
+  AckSyndrome nak_syndrome = AckSyndrome::kAck;
   ReceivePrefetch prefetch;     // of the QP's own receive queue
 };
 

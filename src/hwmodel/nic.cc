@@ -206,7 +206,15 @@ CommandStatus Nic::ConnectQp(Qpn qpn, const QpConnect& connect) {
 CommandStatus Nic::ModifyQpToError(Qpn qpn) {
   QpContext* qp = FindQp(qpn);
   if (qp == nullptr) return CommandStatus::kNotFound;
-  EnterQpError(*qp, QpErrorCause::kConsumer);
+  if (qp->state != QpState::kError) {
+    EnterQpError(*qp, QpErrorCause::kConsumer);
+    return CommandStatus::kOk;
+  }
+  // Already in error: the error state completes everything posted, whenever posted. WQEs the
+  // host published since (deferred, or rung by a doorbell that was lost) are read from the
+  // doorbell record and flushed now, and so are receives posted since.
+  wqe_fetch_->Kick(*qp);
+  completion_engine_->FlushReceives(*qp);
   return CommandStatus::kOk;
 }
 

@@ -170,7 +170,8 @@ class Nic {
   CommandStatus FreePd(PdNumber pd);
   CommandStatus CreateQp(const QpCreate& create, Qpn* out);
   CommandStatus ConnectQp(Qpn qpn, const QpConnect& connect);  // -> ReadyToSend
-  CommandStatus ModifyQpToError(Qpn qpn);                        // flush everything
+  // Flushes everything the host has published on the QP's queues, now and whenever called again.
+  CommandStatus ModifyQpToError(Qpn qpn);
   CommandStatus DestroyQp(Qpn qpn);
   // Shared receive queues (ref §3.16). ArmSrqLimit (re)arms the one-shot limit event; it fires
   // at once if fewer than `limit` WQEs are queued. DestroySrq is kBusy while a QP uses it.

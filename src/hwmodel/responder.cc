@@ -83,8 +83,13 @@ void Responder::OnPacket(std::uint32_t packet_id) {
   PacketPool& pool = nic_.GetPort().Pool();
   const Packet& p = pool.Get(packet_id);
   QpContext* qp = nic_.FindQp(p.destination_qpn);
-  if (qp == nullptr || qp->state != QpState::kReadyToSend || qp->remote_qpn != p.source_qpn) {
+  if (qp == nullptr || qp->state != QpState::kReadyToSend || qp->remote_qpn != p.source_qpn ||
+      qp->remote_node != p.source_node) {
     pool.Release(packet_id);
+    return;
+  }
+  if (qp->responder.nak_pending && p.opcode != PacketOpcode::kTerminate) {
+    pool.Release(packet_id);  // refused a request already: nothing after it is taken
     return;
   }
   if (p.opcode == PacketOpcode::kTerminate) {
@@ -483,6 +488,10 @@ bool Responder::SendResponses(QpContext& qp) {
     }
     if (!SendReadResponse(qp, read, s.index, s.bytes)) return true;
     progress = true;
+    if (r.nak_pending && r.reads_in_progress == 0) {
+      FailNow(qp, r.nak_psn, r.nak_syndrome);  // every earlier read is answered: the NAK's turn
+      return true;
+    }
   }
   return progress;
 }
@@ -507,7 +516,7 @@ bool Responder::SendReadResponse(QpContext& qp, const InboundRead& read, std::ui
   if (length > 0) {
     const TranslationResult t = nic_.Tpt().Check(MemoryKey{read.key}, qp.pd, address, length, access::kRemoteRead);
     if (!t.Ok()) {
-      Fail(qp, psn, AckSyndrome::kRemoteAccessError);  // invalidated while the read was in flight
+      FailNow(qp, psn, AckSyndrome::kRemoteAccessError);  // invalidated while the read was in flight
       return false;
     }
   }
@@ -573,6 +582,20 @@ void Responder::FailReceive(QpContext& qp, Psn psn, CompletionSyndrome receive, 
 }
 
 void Responder::Fail(QpContext& qp, Psn psn, AckSyndrome syndrome) {
+  ResponderState& r = qp.responder;
+  if (r.reads_in_progress == 0) {
+    FailNow(qp, psn, syndrome);
+    return;
+  }
+  if (r.nak_pending) return;  // nothing after the first refused request counts
+  NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Responder, "qp {} psn {} refused, NAK after {} read(s)",
+               qp.qpn.value, psn.value, r.reads_in_progress);
+  r.nak_pending = true;
+  r.nak_psn = psn;
+  r.nak_syndrome = syndrome;
+}
+
+void Responder::FailNow(QpContext& qp, Psn psn, AckSyndrome syndrome) {
   NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Responder, "qp {} psn {} refused ({})", qp.qpn.value,
                psn.value, static_cast<int>(syndrome));
   SendAck(qp, psn, syndrome);

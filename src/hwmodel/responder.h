@@ -59,8 +59,11 @@ class Responder {
   // completed request at the initiator means the data is in the target's memory. `request`, at
   // the end of a message, is marked "last byte placed" in the request log.
   void AckWhenPlaced(QpContext& qp, Psn psn, const RequestRef* request);
-  // NAKs the packet, completes the current receive if it failed, and puts the QP in error.
+  // Refuses the request at `psn`: NAK, then the QP enters the error state. A responder answers in
+  // PSN order, so while responses to earlier reads are still to be sent the NAK waits behind them
+  // (and the QP takes no more requests); FailNow does not wait.
   void Fail(QpContext& qp, Psn psn, AckSyndrome syndrome);
+  void FailNow(QpContext& qp, Psn psn, AckSyndrome syndrome);
   // Completes the current receive with `receive`, then fails as above with `nak`.
   void FailReceive(QpContext& qp, Psn psn, CompletionSyndrome receive, AckSyndrome nak);
   // After the processing unit: queues the read's responses behind those of earlier reads.
