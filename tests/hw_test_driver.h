@@ -98,7 +98,7 @@ struct RawQp {
     sq.ProducerPublish(kStride);
     Ring();
   }
-  void Ring() { NDKSIM_CHECK(nic->WriteDoorbell({Doorbell::Kind::kSendQueue, CqArmKind::kNone, qpn.value, sq.ProducerIndex()})); }
+  void Ring() { nic->WriteDoorbell({Doorbell::Kind::kSendQueue, CqArmKind::kNone, qpn.value, sq.ProducerIndex()}); }
   void PostReceive(const std::vector<WqeDataSegment>& sges) {
     std::byte* w = rq.SlotAt(rq_posted * kStride).bytes.data();
     WqeControl ctl{};

@@ -484,5 +484,78 @@ TEST(ResponderOrder, AReadCompletesWithItsDataBeforeALaterWriteIsRefused) {
   EXPECT_EQ(std::memcmp(sink->Data(), remote->Data(), 64 * 1024), 0);
 }
 
+// ---- go-back-N -----------------------------------------------------------------------------------------
+
+TEST(ReplayedPsns, ASendAfterAResentReadDoesNotReuseAnAcknowledgedWritesPsn) {
+  QpPair pair;
+  auto sink = pair.a().Register(64, NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_RDMA_READ_SINK);
+  auto source = pair.a().Register(64);
+  auto remote = pair.b().Register(64);
+  auto inbox = pair.b().Register(64);
+  // b's first read response is lost: the read is resent after the ACK timeout, behind a write the
+  // peer has already acknowledged.
+  FaultRule drop;
+  drop.point = FaultPoint::kWire;
+  drop.action = FaultAction::kDrop;
+  drop.match.node = 1;
+  drop.match.packet = PacketClass::kReadResponse;
+  pair.fabric().AddFault(drop);
+
+  int read_ctx = 0;
+  int write_ctx = 0;
+  const NDK_SGE read_sge = sink->Sge(0, 8);
+  const NDK_SGE write_sge = source->Sge(0, 8);
+  ASSERT_EQ(pair.a().Read(&read_ctx, {&read_sge, 1}, remote->Address(), remote->RemoteToken()), STATUS_SUCCESS);
+  ASSERT_EQ(pair.a().Write(&write_ctx, {&write_sge, 1}, remote->Address(8), remote->RemoteToken()), STATUS_SUCCESS);
+  std::vector<NDK_RESULT_EX> results;
+  ASSERT_EQ(RunUntilCompletion(pair, pair.a().initiator_cq, &write_ctx, &results).Status, STATUS_SUCCESS);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].Status, STATUS_SUCCESS);  // the read, after its resend
+
+  // A send posted now takes the next PSN after the write's, and is delivered.
+  int receive_ctx = 0;
+  const NDK_SGE inbox_sge = inbox->Sge(0, 64);
+  ASSERT_EQ(pair.b().Receive(&receive_ctx, {&inbox_sge, 1}), STATUS_SUCCESS);
+  std::memset(source->Data(), 0x5A, 8);
+  int send_ctx = 0;
+  ASSERT_EQ(pair.a().Send(&send_ctx, {&write_sge, 1}), STATUS_SUCCESS);
+  EXPECT_EQ(RunUntilCompletion(pair, pair.a().initiator_cq, &send_ctx).Status, STATUS_SUCCESS);
+  const NDK_RESULT_EX received = RunUntilCompletion(pair, pair.b().receive_cq, &receive_ctx);
+  EXPECT_EQ(received.Status, STATUS_SUCCESS);
+  EXPECT_EQ(received.BytesTransferred, 8u);
+  EXPECT_EQ(inbox->Data()[0], std::byte{0x5A});
+}
+
+// ---- doorbells ---------------------------------------------------------------------------------------
+
+TEST(Doorbells, MoreDoorbellsThanTheFifoHoldsBeforeTheFabricRunsAreAllTaken) {
+  QpPairConfig config;
+  config.initiator_queue_depth = 16384;
+  QpPair pair(config);
+  std::vector<NDK_QP*> qps = {pair.a().qp};
+  for (int i = 0; i < 4; ++i) qps.push_back(pair.AddConnectedQps().a);
+  auto source = pair.a().Register(64);
+  auto target = pair.b().Register(64);
+  const NDK_SGE sge = source->Sge(0, 8);
+
+  // 5 x 16,384 doorbelled writes, each QP's last one signaled, all before the fabric runs: more
+  // than the 65,536 doorbells the lock-free FIFO holds.
+  std::vector<int> contexts(qps.size());
+  for (std::size_t q = 0; q < qps.size(); ++q) {
+    for (ULONG i = 0; i < 16384; ++i) {
+      const bool last = i + 1 == 16384;
+      ASSERT_EQ(qps[q]->Dispatch->NdkWrite(qps[q], last ? &contexts[q] : nullptr, &sge, 1, target->Address(),
+                                           target->RemoteToken(), last ? 0 : NDK_OP_FLAG_SILENT_SUCCESS),
+                STATUS_SUCCESS);
+    }
+  }
+  const std::vector<NDK_RESULT_EX> results = pair.Drain(pair.a().initiator_cq);
+  ASSERT_EQ(results.size(), qps.size());
+  for (std::size_t q = 0; q < qps.size(); ++q) {
+    EXPECT_EQ(results[q].Status, STATUS_SUCCESS);
+  }
+  EXPECT_EQ(pair.a().node->Counters().doorbells, 5u * 16384u);
+}
+
 }  // namespace
 }  // namespace ndksim::conformance

@@ -51,11 +51,33 @@ Nic::Nic(NodeId id, const HardwareProfile& profile, EventQueue& events, Host& ho
 
 Nic::~Nic() = default;
 
-bool Nic::WriteDoorbell(const Doorbell& doorbell) { return doorbell_fifo_.TryPush(doorbell); }
+void Nic::WriteDoorbell(const Doorbell& doorbell) {
+  // acquire: pairs with the release store below; once a writer has gone to the overflow list,
+  // it keeps going there until the engine has taken the list.
+  if (!doorbell_overflow_active_.load(std::memory_order_acquire) && doorbell_fifo_.TryPush(doorbell)) return;
+  const std::lock_guard lock(doorbell_overflow_mutex_);
+  doorbell_overflow_.push_back(doorbell);
+  doorbell_overflow_active_.store(true, std::memory_order_release);
+}
 
 std::size_t Nic::DrainDoorbells() {
   std::size_t n = 0;
   Doorbell d;
+  while (doorbell_fifo_.TryPop(d)) {
+    doorbell_unit_->OnMmioWrite(d);
+    ++n;
+  }
+  // relaxed: a cheap look; the lock orders what matters.
+  if (!doorbell_overflow_active_.load(std::memory_order_relaxed)) return n;
+  std::vector<Doorbell> overflow;
+  {
+    const std::lock_guard lock(doorbell_overflow_mutex_);
+    overflow.swap(doorbell_overflow_);
+    doorbell_overflow_active_.store(false, std::memory_order_release);
+  }
+  for (const Doorbell& o : overflow) doorbell_unit_->OnMmioWrite(o);
+  n += overflow.size();
+  // Writes that found the FIFO again after the list was taken come after it.
   while (doorbell_fifo_.TryPop(d)) {
     doorbell_unit_->OnMmioWrite(d);
     ++n;

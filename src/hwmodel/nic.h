@@ -8,6 +8,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
@@ -149,10 +150,13 @@ class Nic {
   const HardwareProfile& Profile() const { return profile_; }
 
   // ---- MMIO: callable from any thread; delivered to the doorbell unit by the engine ----
-  // Returns false only if the doorbell FIFO is full (the write must be retried: back-pressure).
-  [[nodiscard]] bool WriteDoorbell(const Doorbell& doorbell);
-  // Engine side: moves queued doorbell writes into the model at the current simulated time.
-  // Returns how many were taken.
+  // Never fails: a consumer may legally post any number of doorbelled requests before the engine
+  // next runs (in stepped mode, before the next RunUntil*). Writes go through the lock-free FIFO;
+  // when it is full they queue, in order, in an overflow list that grows with them (a lock, off
+  // the steady-state path).
+  void WriteDoorbell(const Doorbell& doorbell);
+  // Engine side: moves queued doorbell writes into the model at the current simulated time, in
+  // the order they were written. Returns how many were taken.
   std::size_t DrainDoorbells();
 
   // ---- command interface: synchronous, engine thread / stepped mode only ----
@@ -262,6 +266,11 @@ class Nic {
 
  private:
   MpscQueue<Doorbell> doorbell_fifo_;  // first: it is cache-line aligned
+  // Doorbells written while the FIFO was full, and every one after them until the engine has taken
+  // them (so the writes of one thread stay in order).
+  std::atomic<bool> doorbell_overflow_active_{false};
+  std::mutex doorbell_overflow_mutex_;
+  std::vector<Doorbell> doorbell_overflow_;
   HardwareProfile profile_;
   EventQueue& events_;
   Host& host_;

@@ -87,6 +87,10 @@ void Requester::Step(Qpn qpn, std::uint64_t generation) {
   const std::uint32_t counter = r.next_exec;
   WqeDescriptor& d = qp->Descriptor(counter);
   if (AlreadyDone(d)) {
+    // Done before a rewind: its PSNs stay used, so the PSN sequence replays as it was first sent
+    // (a later request must not take an acknowledged write's PSN, which the responder would take
+    // for a duplicate).
+    if (d.packet_count > 0) r.next_psn = d.last_psn + 1;
     ++r.next_exec;
     Pump(*qp);
     Schedule(*qp);

@@ -77,8 +77,7 @@ class Driver {
   const CompletionStatusTable& CompletionStatus() const { return completion_status_; }
   ConnectionManager& Cm() { return *cm_; }
 
-  // One MMIO doorbell write. The FIFO pushes back only when full; the engine drains it, so we
-  // retry (DESIGN.md "Doorbells from many threads reach the engine through one MPSC queue").
+  // One MMIO doorbell write (never fails: hw::Nic::WriteDoorbell).
   void RingDoorbell(const hw::Doorbell& doorbell);
 
   // Deferred work: a DPC (now, after the current call returns) or a kernel timer. Whoever starts
