@@ -557,5 +557,51 @@ TEST(Doorbells, MoreDoorbellsThanTheFifoHoldsBeforeTheFabricRunsAreAllTaken) {
   EXPECT_EQ(pair.a().node->Counters().doorbells, 5u * 16384u);
 }
 
+// ---- notifications ---------------------------------------------------------------------------------
+
+// b armed SOLICITED; a's solicited send on its way to b's posted receive.
+struct SolicitedSendInFlight {
+  QpPair pair;
+  std::unique_ptr<RegisteredBuffer> inbox = pair.b().Register(64);
+  std::unique_ptr<RegisteredBuffer> outbox = pair.a().Register(64);
+  int receive_ctx = 0;
+  int send_ctx = 0;
+  TimePoint sent;
+
+  SolicitedSendInFlight() {
+    NDK_CQ* cq = pair.b().receive_cq;
+    cq->Dispatch->NdkArmCq(cq, NDK_CQ_NOTIFY_SOLICITED);
+    pair.fabric().RunUntilIdle();
+    const NDK_SGE in = inbox->Sge(0, 64);
+    const NDK_SGE out = outbox->Sge(0, 8);
+    EXPECT_EQ(pair.b().Receive(&receive_ctx, {&in, 1}), STATUS_SUCCESS);
+    EXPECT_EQ(pair.a().Send(&send_ctx, {&out, 1}, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT), STATUS_SUCCESS);
+    sent = pair.fabric().Now();
+  }
+};
+
+TEST(Notifications, TwoArmsBeforeACallbackGiveOneCallbackWhateverTheCompletionOvertakes) {
+  // When the receive's CQE becomes visible to b.
+  Duration flight{};
+  {
+    SolicitedSendInFlight probe;
+    NDK_CQ* cq = probe.pair.b().receive_cq;
+    NDK_RESULT_EX r;
+    ASSERT_TRUE(probe.pair.fabric().RunUntil([&] { return cq->Dispatch->NdkGetCqResultsEx(cq, &r, 1) == 1; }));
+    flight = probe.pair.fabric().Now() - probe.sent;
+  }
+  // ref §4.2: a second arm before any callback merges with the first (SOLICITED + ANY = ANY): one
+  // callback, whether the CQE reaches the NIC's CQ before or after the second arm's doorbell.
+  for (std::int64_t early_ns = 0; early_ns <= 1000; early_ns += 25) {
+    SolicitedSendInFlight s;
+    s.pair.fabric().RunFor(flight - Nanoseconds(early_ns));
+    NDK_CQ* cq = s.pair.b().receive_cq;
+    cq->Dispatch->NdkArmCq(cq, NDK_CQ_NOTIFY_ANY);
+    s.pair.fabric().RunUntilIdle();
+    EXPECT_EQ(s.pair.b().cq_notifications, 1) << "second arm " << early_ns << " ns before the CQE";
+    EXPECT_EQ(PollAll(cq).size(), 1u);
+  }
+}
+
 }  // namespace
 }  // namespace ndksim::conformance

@@ -124,10 +124,14 @@ void CompletionEngine::SetModeration(CqContext& cq, const CqModeration& moderati
                         [this, number, generation] { OnModerationTimer(number, generation); });
 }
 
-void CompletionEngine::Arm(CqNumber number, CqArmKind kind, std::uint32_t consumer_index) {
+void CompletionEngine::Arm(CqNumber number, CqArmKind kind, std::uint32_t consumer_index, std::uint32_t epoch) {
   CqContext* cq = nic_.FindCq(number);
   if (cq == nullptr || kind == CqArmKind::kNone) return;
+  // A doorbell of an arm already notified: the consumer merged it into that arm (ref §4.2), whose
+  // callback it has, or is about to get.
+  if (epoch != 0 && epoch == cq->satisfied_epoch) return;
   cq->arm = MergeArm(cq->arm, kind);
+  cq->arm_epoch = epoch;
   if (cq->dead) {
     if (cq->error_pending) ReportError(*cq);
     return;
@@ -146,9 +150,11 @@ void CompletionEngine::Notify(CqContext& cq) {
   cq.arm = CqArmKind::kNone;  // one-shot
   cq.moderation_pending = false;
   ++cq.moderation_generation;  // a moderation timer still running has nothing left to do
+  cq.satisfied_epoch = cq.arm_epoch;
   EventEntry e{};
   e.type = EventType::kCqNotify;
   e.object = cq.number.value;
+  e.arm_epoch = cq.arm_epoch;
   nic_.PostEvent(e);
 }
 
@@ -156,10 +162,12 @@ void CompletionEngine::ReportError(CqContext& cq) {
   if (cq.arm == CqArmKind::kNone) return;  // reported at the next arm
   cq.arm = CqArmKind::kNone;
   cq.error_pending = false;
+  cq.satisfied_epoch = cq.arm_epoch;
   EventEntry e{};
   e.type = EventType::kCqError;
   e.object = cq.number.value;
   e.status = cq.error_status;
+  e.arm_epoch = cq.arm_epoch;
   nic_.PostEvent(e);
 }
 

@@ -241,6 +241,8 @@ struct CqContext {
   std::uint32_t producer_index = 0;     // CQEs written
   std::uint32_t notify_index = 0;       // one past the newest solicited or error CQE
   CqArmKind arm = CqArmKind::kNone;
+  std::uint32_t arm_epoch = 0;          // of the pending arm
+  std::uint32_t satisfied_epoch = 0;    // of the newest arm that was notified
   bool dead = false;                    // overrun or fatal: no more CQEs
   bool error_pending = false;           // error not yet reported through an arm
   std::uint32_t error_status = 0;       // cq_error::

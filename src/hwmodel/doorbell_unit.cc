@@ -72,7 +72,7 @@ void DoorbellUnit::OnArrival(const Doorbell& doorbell) {
       return;
     }
     case Doorbell::Kind::kCqArm:
-      nic_.Cqes().Arm(CqNumber{doorbell.object}, doorbell.arm, doorbell.index);
+      nic_.Cqes().Arm(CqNumber{doorbell.object}, doorbell.arm, doorbell.index, doorbell.arm_epoch);
       return;
   }
 }

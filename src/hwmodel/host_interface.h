@@ -270,6 +270,9 @@ struct Doorbell {
   // style), so the NIC need not fetch it; 0 when it did not. At most the profile's
   // wqe_by_mmio_bytes.
   std::uint16_t wqe_bytes = 0;
+  // CQ arms: which of the consumer's arms this is. Arms made before the callback of an earlier one
+  // merge with it (ref §4.2) and carry its epoch; the NIC satisfies an epoch once. 0: no epoch.
+  std::uint32_t arm_epoch = 0;
 };
 
 // ---- event queue (interrupt causes) -------------------------------------------------------------
@@ -297,6 +300,7 @@ struct EventEntry {
   EventType type;
   std::uint32_t object = 0;
   std::uint32_t status = 0;  // kCqError: cq_error::
+  std::uint32_t arm_epoch = 0;  // kCqNotify, kCqError: the arm (Doorbell::arm_epoch) it satisfies
   std::uint32_t payload_bytes = 0;
   std::array<std::byte, kManagementPayloadBytes> payload;
 };

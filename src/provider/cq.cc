@@ -120,14 +120,26 @@ void Cq::Arm(ULONG type) {
     case NDK_CQ_NOTIFY_SOLICITED: kind = hw::CqArmKind::kSolicited; break;
     default: return;  // not a notification type: nothing to arm
   }
+  // ref §4.2: an arm made before the callback of the pending one merges with it: same epoch.
+  // acquire: pairs with the exchange in Notify.
+  std::uint32_t epoch = pending_arm_.load(std::memory_order_acquire);
+  if (epoch == 0) {
+    if (++last_arm_ == 0) ++last_arm_;  // 0 means "none pending"
+    epoch = last_arm_;
+    pending_arm_.store(epoch, std::memory_order_release);
+  }
   // The consumer index tells the NIC which entries we have seen: it fires at once if newer ones
   // are already there (ref §4.2 arm-after-poll race).
-  GetDriver().RingDoorbell({hw::Doorbell::Kind::kCqArm, kind, number_.value, poll_index_});
+  GetDriver().RingDoorbell({hw::Doorbell::Kind::kCqArm, kind, number_.value, poll_index_, 0, epoch});
 }
 
-void Cq::Notify(NTSTATUS status) {
+void Cq::Notify(NTSTATUS status, std::uint32_t epoch) {
   // ref §4.4: no notification once the consumer has asked to close the CQ.
   if (Closing()) return;
+  // One callback per arm (ref §4.2): a notification of an epoch already called back, or of none
+  // pending, is dropped. acq_rel: pairs with Arm's load and store.
+  std::uint32_t expected = epoch;
+  if (epoch == 0 || !pending_arm_.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) return;
   // Runs on the engine thread from the event DPC, one event at a time: callbacks of one CQ never
   // overlap (ref §4.2), and one that arrives while another runs waits for the next event.
   in_callback_ = true;

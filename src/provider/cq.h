@@ -31,8 +31,9 @@ class Cq final : public Object {
   ULONG Poll(Result* results, ULONG capacity);
   // NdkArmCq (ref §3.10): one-shot; an unknown type does nothing.
   void Arm(ULONG type);
-  // Interrupt path: the NIC matched an arm (SUCCESS) or the CQ failed (ref §3.13).
-  void Notify(NTSTATUS status);
+  // Interrupt path: the NIC matched the arm of `epoch` (SUCCESS) or the CQ failed (ref §3.13).
+  // Only the pending arm's first notification reaches the consumer.
+  void Notify(NTSTATUS status, std::uint32_t epoch);
   // NdkResizeCq (ref §3.12): INVALID_PARAMETER for 0 or > MaxCqDepth; BUFFER_OVERFLOW (NDSPI
   // analogue) if more entries are queued than `depth`, the CQ unchanged. Inline, never pends.
   NTSTATUS Resize(ULONG depth);
@@ -55,6 +56,10 @@ class Cq final : public Object {
   hw::CqNumber number_;
   bool created_ = false;
   bool in_callback_ = false;  // the notification callback is running (engine thread)
+  // The consumer's pending arm: its epoch, 0 when none is pending. Arm sets it (consumer's
+  // serialised calls); the notification clears it (engine), so each arm epoch gets one callback.
+  std::atomic<std::uint32_t> pending_arm_{0};
+  std::uint32_t last_arm_ = 0;  // epochs handed out so far (consumer side)
   // Next CQE to read. Owned by the consumer's polling/arming, which it serialises (ref §4.2).
   std::uint32_t poll_index_ = 0;
   // The consumer index the NIC reads (acquire) for overrun detection and arming; we publish it

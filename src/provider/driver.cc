@@ -105,10 +105,10 @@ void Driver::DrainEventQueue() {
 void Driver::DispatchEvent(const hw::EventEntry& entry) {
   switch (entry.type) {
     case hw::EventType::kCqNotify:
-      if (Cq* cq = FindCq(entry.object)) cq->Notify(STATUS_SUCCESS);
+      if (Cq* cq = FindCq(entry.object)) cq->Notify(STATUS_SUCCESS, entry.arm_epoch);
       return;
     case hw::EventType::kCqError:
-      if (Cq* cq = FindCq(entry.object)) cq->Notify(CqErrorToNtStatus(entry.status));
+      if (Cq* cq = FindCq(entry.object)) cq->Notify(CqErrorToNtStatus(entry.status), entry.arm_epoch);
       return;
     case hw::EventType::kQpFatal:
       // The failing CQEs tell the consumer; the peer learns through its own abort event.
