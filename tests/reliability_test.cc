@@ -10,6 +10,8 @@
 
 #include "conformance/cm_fixture.h"
 #include "hwmodel/context_table.h"
+#include "hwmodel/nic.h"
+#include "provider/cm_protocol.h"
 #include "ndksim/harness.h"
 
 namespace ndksim::conformance {
@@ -601,6 +603,35 @@ TEST(Notifications, TwoArmsBeforeACallbackGiveOneCallbackWhateverTheCompletionOv
     EXPECT_EQ(s.pair.b().cq_notifications, 1) << "second arm " << early_ns << " ns before the CQE";
     EXPECT_EQ(PollAll(cq).size(), 1u);
   }
+}
+
+// ---- connection management ---------------------------------------------------------------------------
+
+class ForgedDatagrams : public TwoNodes {};
+
+TEST_F(ForgedDatagrams, ADisconnectRequestFromAThirdNodeDoesNotEndAConnection) {
+  ASSERT_NE(ListenOnB(kPort), nullptr);
+  NDK_CONNECTOR* active = nullptr;
+  NDK_CONNECTOR* passive = nullptr;
+  Establish(kPort, &active, &passive);
+  Node& rogue = fabric_.AddNode({"c", {"192.0.2.3"}});
+
+  // A DREQ that names a's node and both connectors (each driver's first: id 1), sent by c.
+  provider::CmMessage m;
+  m.type = provider::CmType::kDreq;
+  m.source_node = a_.node->Nic().Id();
+  m.source_connection = 1;
+  m.destination_connection = 1;
+  m.source.address = {4, {192, 0, 2, 1}};
+  m.destination.address = {4, {192, 0, 2, 2}};
+  m.destination.port = kPort;
+  std::array<std::byte, hw::kManagementPayloadBytes> bytes{};
+  const std::size_t n = provider::EncodeCm(m, bytes);
+  ASSERT_TRUE(rogue.Nic().SendManagementDatagram(m.destination.address, std::span(bytes).first(n)));
+  fabric_.RunUntilIdle();
+
+  EXPECT_EQ(b_.disconnects, 0);  // the fabric says the datagram came from c, not a
+  EXPECT_EQ(a_.disconnects, 0);
 }
 
 }  // namespace

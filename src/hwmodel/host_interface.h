@@ -282,7 +282,8 @@ enum class EventType : std::uint8_t {
   kCqError,         // CQ overrun or CQ fatal error: object = CQ number
   kQpFatal,         // QP entered the error state on its own: object = QPN
   kConnectionAbort, // peer aborted or terminated the connection: object = QPN
-  kManagement,      // a management datagram arrived: payload holds it
+  kManagement,      // a management datagram arrived: payload holds it, object = the node that
+                    // sent it (the fabric's own record of the sender, not anything in the payload)
   kSrqLimit,        // an armed SRQ's queued receives fell below its limit: object = SRQ number
   kSrqError,        // the SRQ failed (catastrophic NIC error): object = SRQ number
 };

@@ -424,9 +424,10 @@ bool Nic::SendManagementDatagram(const NetworkAddress& destination, std::span<co
   return true;
 }
 
-void Nic::DeliverManagementDatagram(std::span<const std::byte> bytes) {
+void Nic::DeliverManagementDatagram(std::span<const std::byte> bytes, NodeId source) {
   EventEntry e{};
   e.type = EventType::kManagement;
+  e.object = source;
   e.payload_bytes = static_cast<std::uint32_t>(std::min(bytes.size(), kManagementPayloadBytes));
   std::memcpy(e.payload.data(), bytes.data(), e.payload_bytes);
   PostEvent(e);

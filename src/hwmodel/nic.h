@@ -262,7 +262,7 @@ class Nic {
     cqs_.ForEach(fn);
   }
   // Delivers an incoming management datagram to the host.
-  void DeliverManagementDatagram(std::span<const std::byte> bytes);
+  void DeliverManagementDatagram(std::span<const std::byte> bytes, NodeId source);
 
  private:
   MpscQueue<Doorbell> doorbell_fifo_;  // first: it is cache-line aligned

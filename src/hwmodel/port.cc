@@ -135,7 +135,7 @@ void Port::Receive(std::uint32_t id) {
   }
   // The receiving block owns the packet from here and releases it when its payload is placed.
   if (pkt.opcode == PacketOpcode::kManagement) {
-    nic_.DeliverManagementDatagram(pkt.payload);
+    nic_.DeliverManagementDatagram(pkt.payload, pkt.source_node);
     network_.Pool().Release(id);
   } else if (Traits(pkt.opcode).is_request) {
     nic_.Resp().OnPacket(id);

@@ -125,7 +125,14 @@ class Reader {
     const std::uint8_t pad = U8();
     a->port = U16();
     for (std::uint8_t& b : a->address.bytes) b = U8();
-    return (a->address.family == 4 || a->address.family == 6) && pad == 0;
+    if (pad != 0 || (a->address.family != 4 && a->address.family != 6)) return false;
+    // An IPv4 address has 4 bytes; the rest are zero on the wire, as everywhere else.
+    if (a->address.family == 4) {
+      for (std::size_t i = 4; i < a->address.bytes.size(); ++i) {
+        if (a->address.bytes[i] != 0) return false;
+      }
+    }
+    return true;
   }
   void Bytes(std::byte* p, std::size_t n) {
     std::memcpy(p, in_.data() + at_, n);
@@ -171,7 +178,7 @@ bool DecodeCm(std::span<const std::byte> bytes, CmMessage* out) {
   if (r.U32() != kCmMagic || r.U8() != kCmVersion) return false;
   const std::uint8_t type = r.U8();
   const std::uint8_t reason = r.U8();
-  r.U8();
+  if (r.U8() != 0) return false;  // reserved: one canonical encoding per message
   if (type > static_cast<std::uint8_t>(CmType::kDrep)) return false;
   if (reason > static_cast<std::uint8_t>(RejectReason::kAborted)) return false;
   m.type = static_cast<CmType>(type);
@@ -185,7 +192,7 @@ bool DecodeCm(std::span<const std::byte> bytes, CmMessage* out) {
   m.inbound_read_limit = r.U32();
   m.outbound_read_limit = r.U32();
   m.private_data_length = r.U16();
-  r.U16();
+  if (r.U16() != 0) return false;  // reserved
   if (m.private_data_length > kCmMaxPrivateData) return false;
   if (bytes.size() < kCmHeaderBytes + m.private_data_length) return false;
   r.Bytes(m.private_data.data(), m.private_data_length);

@@ -123,10 +123,14 @@ Listener* ConnectionManager::FindListener(const SocketAddress& destination) cons
   return wildcard;
 }
 
-void ConnectionManager::OnDatagram(std::span<const std::byte> bytes) {
+void ConnectionManager::OnDatagram(std::span<const std::byte> bytes, hw::NodeId sender) {
   CmMessage m;
   if (!DecodeCm(bytes, &m)) {
     driver_.Trace("cm drop malformed datagram of {} bytes", bytes.size());
+    return;
+  }
+  if (m.source_node != sender) {
+    driver_.Trace("cm drop {} claiming node {} from node {}", Name(m.type), m.source_node, sender);
     return;
   }
   driver_.Trace("cm recv {} conn {} -> {} from node {}", Name(m.type), m.source_connection,
@@ -144,6 +148,12 @@ void ConnectionManager::OnDatagram(std::span<const std::byte> bytes) {
 }
 
 void ConnectionManager::OnRequest(const CmMessage& request) {
+  // A request with more private data than a connect may carry (ref §2.5 MaxCallerData) is not
+  // one our consumer could be shown: refuse it as a protocol error.
+  if (request.private_data_length > MaxCallerData()) {
+    Reply(request, CmType::kRej, RejectReason::kAborted);
+    return;
+  }
   Listener* listener = FindListener(request.destination);
   if (listener == nullptr || !listener->TakesRequests()) {
     Reply(request, CmType::kRej, RejectReason::kNoListener);  // -> CONNECTION_REFUSED

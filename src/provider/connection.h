@@ -208,7 +208,9 @@ class ConnectionManager {
   explicit ConnectionManager(Driver& driver);
 
   // A datagram from the event queue.
-  void OnDatagram(std::span<const std::byte> bytes);
+  // `sender`: the node the fabric delivered it from. A datagram whose payload claims another
+  // node is forged (a third node cannot speak for a connection's peer) and is dropped.
+  void OnDatagram(std::span<const std::byte> bytes, hw::NodeId sender);
 
   // Binds `local` for `owner`. Port 0 picks an ephemeral port in 49152-65535 (deterministic
   // order) and writes it back. SHARING_VIOLATION if taken, TOO_MANY_ADDRESSES if none is free.

@@ -132,7 +132,7 @@ void Driver::DispatchEvent(const hw::EventEntry& entry) {
       return;
     case hw::EventType::kManagement: {
       const std::size_t n = std::min<std::size_t>(entry.payload_bytes, entry.payload.size());
-      cm_->OnDatagram(std::span<const std::byte>(entry.payload.data(), n));
+      cm_->OnDatagram(std::span<const std::byte>(entry.payload.data(), n), entry.object);
       return;
     }
   }

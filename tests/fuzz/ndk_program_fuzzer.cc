@@ -823,7 +823,7 @@ class Program {
     rule.skip = in_.Pick(4);
     rule.count = in_.InRange<std::uint64_t>(1, 3);
     rule.probability = in_.Bool() ? 1.0 : 0.25;
-    rule.delay = Microseconds(in_.InRange<std::int64_t>(1, 20));
+    if (rule.action == FaultAction::kDelay) rule.delay = Microseconds(in_.InRange<std::int64_t>(1, 20));
     if (!Validate(rule).empty()) return;
     const std::uint32_t id = fabric_->AddFault(rule);
     ++faults_;
