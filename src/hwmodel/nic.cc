@@ -22,7 +22,9 @@ namespace ndksim::hw {
 
 namespace {
 constexpr std::uint32_t kFirstQpn = 0x40;  // low QPNs are reserved for special QPs on real NICs
-constexpr std::uint32_t kDoorbellFifoEntries = 1u << 16;
+// Enough for the doorbells of a busy engine's interval between drains; a larger burst (stepped
+// mode lets a consumer post any number before it runs the fabric) spills into the overflow list.
+constexpr std::uint32_t kDoorbellFifoEntries = 1u << 13;
 }  // namespace
 
 Nic::Nic(NodeId id, const HardwareProfile& profile, EventQueue& events, Host& host, Network& network,

@@ -22,6 +22,11 @@
 namespace ndksim::fuzz {
 namespace {
 
+// memcpy with an empty range allowed: an empty vector's data() may be null, which memcpy forbids.
+void CopyBytes(void* to, const void* from, std::size_t n) {
+  if (n != 0) std::memcpy(to, from, n);
+}
+
 constexpr std::size_t kPageBytes = PAGE_SIZE;
 constexpr std::size_t kArenaPages = 16;
 constexpr std::size_t kArenaBytes = kArenaPages * kPageBytes;
@@ -463,7 +468,7 @@ void AdversarialPeer::ApplyWrite(const Grant& g, std::uint64_t address, const st
   std::size_t at = 0;
   // In address order, as the NIC places them: pages listed twice end with the later bytes.
   for (const Piece& p : Pieces(g, address, data.size())) {
-    std::memcpy(shadow_.data() + p.offset, data.data() + at, p.length);
+    CopyBytes(shadow_.data() + p.offset, data.data() + at, p.length);
     at += p.length;
   }
 }
@@ -929,7 +934,7 @@ void AdversarialPeer::PeerWrite() {
   const std::vector<NDK_SGE> sges = PeerSges(*source_, length, options);
   std::size_t at = 0;
   for (const NDK_SGE& sge : sges) {
-    std::memcpy(sge.VirtualAddress, data.data() + at, sge.Length);
+    CopyBytes(sge.VirtualAddress, data.data() + at, sge.Length);
     at += sge.Length;
   }
   const ULONG flags = (options & 1) && length <= kMaxSendBytes ? NDK_OP_FLAG_INLINE : 0;
@@ -969,7 +974,7 @@ void AdversarialPeer::PeerRead() {
     std::size_t at = 0;
     for (const NDK_SGE& sge : sges) {
       const auto offset = static_cast<std::size_t>(static_cast<std::byte*>(sge.VirtualAddress) - sink_->Data());
-      std::memcpy(expected.data() + offset, bytes.data() + at, sge.Length);
+      CopyBytes(expected.data() + offset, bytes.data() + at, sge.Length);
       at += sge.Length;
     }
   }
@@ -1005,7 +1010,7 @@ void AdversarialPeer::PeerSendAndInvalidate() {
 
   std::memset(receive_->Data(), static_cast<int>(kReceiveSentinel), kMaxSendBytes);
   EnsureReceive();
-  std::memcpy(source_->Data(), data.data(), data.size());
+  CopyBytes(source_->Data(), data.data(), data.size());
   const std::vector<NDK_SGE> sges = PeerSges(*source_, length, 0);
   void* context = NewContext();
   const NTSTATUS posted = conn_.b->Dispatch->NdkSendAndInvalidate(conn_.b, context, sges.data(),
@@ -1025,7 +1030,7 @@ void AdversarialPeer::PeerSendAndInvalidate() {
   NDKSIM_PEER_CHECK(received->Type == NdkOperationTypeReceiveAndInvalidate);
   NDKSIM_PEER_CHECK(static_cast<UINT32>(received->TypeSpecificCompletionOutput) == target.token);
   NDKSIM_PEER_CHECK(received->BytesTransferred == length);
-  NDKSIM_PEER_CHECK(std::memcmp(receive_->Data(), data.data(), data.size()) == 0);
+  NDKSIM_PEER_CHECK(data.empty() || std::memcmp(receive_->Data(), data.data(), data.size()) == 0);
   Invalidated(*grant);
 }
 

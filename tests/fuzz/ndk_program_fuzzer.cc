@@ -79,6 +79,12 @@ void OnCqNotify(PVOID ctx, NTSTATUS status) {
   if (status != STATUS_SUCCESS) cq->dead = true;
 }
 
+// Whether `n` bytes at `p` (n <= PAGE_SIZE) all hold the guard pattern.
+bool IsGuard(const std::byte* p, std::size_t n) {
+  static const std::vector<std::byte> kPattern(PAGE_SIZE, kGuard);
+  return std::memcmp(p, kPattern.data(), n) == 0;
+}
+
 // A host buffer with guard bytes on both sides, registered as an MR.
 struct Buffer {
   std::unique_ptr<std::byte[]> storage;
@@ -88,12 +94,7 @@ struct Buffer {
   bool registered = false;
   bool closing = false;
   std::byte* Data() const { return storage.get() + kGuardBytes; }
-  bool GuardsIntact() const {
-    for (std::size_t i = 0; i < kGuardBytes; ++i) {
-      if (storage[i] != kGuard || storage[kGuardBytes + size + i] != kGuard) return false;
-    }
-    return true;
-  }
+  bool GuardsIntact() const { return IsGuard(storage.get(), kGuardBytes) && IsGuard(Data() + size, kGuardBytes); }
 };
 
 struct Window {
@@ -850,10 +851,8 @@ class Program {
         if (b.storage != nullptr) NDKSIM_FUZZ_CHECK(b.GuardsIntact());
       }
       if (side->pool == nullptr) continue;
-      for (std::size_t i = 0; i < PAGE_SIZE; ++i) {
-        NDKSIM_FUZZ_CHECK(side->pool[i] == kGuard);
-        NDKSIM_FUZZ_CHECK(side->pool[(side->page_count + 1) * PAGE_SIZE + i] == kGuard);
-      }
+      NDKSIM_FUZZ_CHECK(IsGuard(side->pool, PAGE_SIZE));
+      NDKSIM_FUZZ_CHECK(IsGuard(side->pool + (side->page_count + 1) * PAGE_SIZE, PAGE_SIZE));
     }
   }
 
