@@ -431,7 +431,8 @@ void Nic::DeliverManagementDatagram(std::span<const std::byte> bytes, NodeId sou
   e.type = EventType::kManagement;
   e.object = source;
   e.payload_bytes = static_cast<std::uint32_t>(std::min(bytes.size(), kManagementPayloadBytes));
-  std::memcpy(e.payload.data(), bytes.data(), e.payload_bytes);
+  // An empty datagram (a hostile node may send one) has no bytes to copy, and maybe no pointer.
+  std::copy_n(bytes.begin(), e.payload_bytes, e.payload.begin());
   PostEvent(e);
 }
 
