@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -104,6 +105,11 @@ class Workload {
     config.seed = seed;
     config.profile = rng_.Chance(25) ? profiles::kFunctional : profiles::kConnectX100GbeRoce;
     fabric_ = std::make_unique<Fabric>(config);
+    // NDKSIM_PROPERTY_TRACE=1 prints the model's trace, to study a seed that broke a property.
+    if (std::getenv("NDKSIM_PROPERTY_TRACE") != nullptr) {
+      fabric_->Trace().EnableAll();
+      fabric_->Trace().SetSink([](std::string_view line) { std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data()); });
+    }
     const std::size_t node_count = 2 + rng_.Below(3);
     for (std::size_t i = 0; i < node_count; ++i) AddNode(i);
     const std::size_t connections = 2 + rng_.Below(5);
@@ -396,6 +402,15 @@ TEST_P(Properties, EveryPostCompletesOnceInOrderWithItsBytesIntactUnderFaults) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, Properties, ::testing::ValuesIn(Seeds()));
+
+// Seed 445 once aborted the simulator: a forced RNR NAK, then a delayed copy of the same send got
+// through and was acknowledged, and the RNR delay's resend rewound to the retired WQE.
+TEST(PropertyRegressions, AResendAfterAnRnrDelayIsSkippedWhenTheRequestCompletedMeanwhile) {
+  Workload w(445);
+  const Outcome o = w.Run(60 + 445 % 120);
+  for (const std::string& f : o.failures) ADD_FAILURE() << f;
+  EXPECT_GT(o.faults, 0u);
+}
 
 TEST(PropertyDigest, TheSameSeedGivesTheSameDigest) {
   for (std::uint64_t seed : {3u, 17u, 101u}) {

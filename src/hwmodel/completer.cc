@@ -93,6 +93,17 @@ void Completer::OnRnrDelayOver(Qpn qpn, std::uint64_t generation, std::uint32_t 
   QpContext* qp = nic_.FindQp(qpn);
   if (qp == nullptr || qp->state != QpState::kReadyToSend || qp->completer.timer_generation != generation) return;
   qp->completer.rnr_wait = false;
+  // The request the peer was not ready for may have been acknowledged meanwhile (a delayed copy of
+  // it arrived after the peer posted a receive): then there is nothing to resend, and resending
+  // from it would rewind to a retired WQE. The ACK timer covers whatever is still outstanding.
+  const RequesterState& r = qp->requester;
+  const bool outstanding = static_cast<std::int32_t>(counter - r.head) >= 0 &&
+                           static_cast<std::int32_t>(r.next_exec - counter) > 0 &&
+                           qp->Descriptor(counter).state == DescriptorState::kAwaitingAck;
+  if (!outstanding) {
+    RestartTimer(*qp);
+    return;
+  }
   ++nic_.MutableCounters().retransmissions;
   ++qp->counters.retransmissions;
   nic_.Req().Rewind(*qp, counter, psn);

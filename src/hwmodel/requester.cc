@@ -420,6 +420,8 @@ void Requester::ReleaseStaged(QpContext& qp) {
 
 void Requester::Rewind(QpContext& qp, std::uint32_t counter, Psn from) {
   RequesterState& r = qp.requester;
+  // Only an unretired request is resent (a retired one's descriptor may already serve another).
+  NDKSIM_CHECK(static_cast<std::int32_t>(counter - r.head) >= 0 && static_cast<std::int32_t>(r.next_exec - counter) > 0);
   NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Requester, "qp {} rewind to wqe {} psn {}", qp.qpn.value,
                counter, from.value);
   WqeDescriptor& first = qp.Descriptor(counter);
