@@ -41,10 +41,10 @@ for h in "${harnesses[@]}"; do
   [ -d "tests/fuzz/regressions/$h" ] && seeds+=("tests/fuzz/regressions/$h")
   echo "== fuzzing $h for ${seconds}s"
   log="$dir/fuzz-$h.log"
-  # -rss_limit_mb: a fabric per input is a few hundred MB under ASan; the default 2 GB leaves room.
-  # -max_len: programs of up to 1 KiB from the start (libFuzzer would otherwise grow the limit
-  # slowly from the seeds' sizes).
-  if ! "$dir/tests/fuzz/ndksim_fuzz_$h" -max_total_time="$seconds" -print_final_stats=1 -timeout=30 -max_len=1024 \
+  # A fabric per input takes a few hundred MB under ASan: libFuzzer's default 2 GB limit leaves
+  # room. -max_len with -len_control=0: programs of up to 1 KiB from the start (libFuzzer would
+  # otherwise grow the limit slowly from the seeds' sizes).
+  if ! "$dir/tests/fuzz/ndksim_fuzz_$h" -max_total_time="$seconds" -print_final_stats=1 -timeout=30 -max_len=1024 -len_control=0 \
       -artifact_prefix="$dir/artifacts/$h-" "$corpus" "${seeds[@]}" >"$log" 2>&1; then
     status=1
     grep -E "invariant violated|ERROR: AddressSanitizer|runtime error|SUMMARY|Test unit written" "$log" || tail -n 30 "$log"
