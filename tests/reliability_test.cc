@@ -621,6 +621,50 @@ TEST_F(ForgedDatagrams, AnEmptyDatagramFromAThirdNodeIsDropped) {
   EXPECT_EQ(a_.disconnects, 0);
 }
 
+// A well-formed connect request from node c to b's listener at kPort.
+provider::CmMessage RequestFrom(Node& c, std::uint16_t private_bytes) {
+  provider::CmMessage m;
+  m.type = provider::CmType::kReq;
+  m.source_node = c.Nic().Id();
+  m.source_connection = 1;
+  m.source.address = {4, {192, 0, 2, 3}};
+  m.source.port = 50000;
+  m.destination.address = {4, {192, 0, 2, 2}};
+  m.destination.port = kPort;
+  m.qpn = 0x40;
+  m.inbound_read_limit = 1;
+  m.outbound_read_limit = 1;
+  m.private_data_length = private_bytes;
+  return m;
+}
+
+void SendFrom(Node& c, const provider::CmMessage& m, std::size_t corrupt_offset = 0) {
+  std::array<std::byte, hw::kManagementPayloadBytes> bytes{};
+  const std::size_t n = provider::EncodeCm(m, bytes);
+  if (corrupt_offset != 0) bytes[corrupt_offset] = std::byte{0x7F};
+  ASSERT_TRUE(c.Nic().SendManagementDatagram(m.destination.address, std::span(bytes).first(n)));
+}
+
+TEST_F(ForgedDatagrams, AConnectRequestWithMorePrivateDataThanMaxCallerDataNeverReachesTheListener) {
+  ASSERT_NE(ListenOnB(kPort), nullptr);
+  Node& c = fabric_.AddNode({"c", {"192.0.2.3"}});
+  SendFrom(c, RequestFrom(c, static_cast<std::uint16_t>(fabric_.Profile().max_caller_data + 1)));
+  fabric_.RunUntilIdle();
+  EXPECT_TRUE(incoming_.empty());
+  SendFrom(c, RequestFrom(c, static_cast<std::uint16_t>(fabric_.Profile().max_caller_data)));
+  fabric_.RunUntilIdle();
+  EXPECT_EQ(incoming_.size(), 1u);  // the same request within the limit does
+}
+
+TEST_F(ForgedDatagrams, AConnectRequestWithJunkInAReservedByteIsDropped) {
+  ASSERT_NE(ListenOnB(kPort), nullptr);
+  Node& c = fabric_.AddNode({"c", {"192.0.2.3"}});
+  SendFrom(c, RequestFrom(c, 0), /*corrupt_offset=*/7);  // the header's reserved byte
+  SendFrom(c, RequestFrom(c, 0), /*corrupt_offset=*/8 + 4 + 5);  // an IPv4 source's unused byte
+  fabric_.RunUntilIdle();
+  EXPECT_TRUE(incoming_.empty());
+}
+
 TEST_F(ForgedDatagrams, ADisconnectRequestFromAThirdNodeDoesNotEndAConnection) {
   ASSERT_NE(ListenOnB(kPort), nullptr);
   NDK_CONNECTOR* active = nullptr;
