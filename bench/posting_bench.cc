@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Wall-clock cost of the provider's posting and polling paths (what a consumer's CPU pays per
 // call), measured on a connected pair with the functional profile. Simulated time is not measured
 // here. The simulation that drains the queues between batches runs with the timer paused.

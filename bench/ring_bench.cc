@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Benchmarks for the host-interface queues: single-thread cost per operation, cross-thread
 // throughput and round-trip latency of SpscRing, and single-thread cost of MpscQueue.
 // Kept apart from the tests (STYLE.md point 24); numbers here are never asserted.

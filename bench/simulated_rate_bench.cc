@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Simulated message rate of posting patterns on the default (ConnectX-class) profile: what the
 // model says a real RNIC would sustain, not what this CPU does. Each benchmark streams 8-B writes
 // and reports `sim_Mpps` (simulated messages per simulated microsecond) next to the wall-clock

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What an NDK consumer sees when the network misbehaves, driven by fault rules: a link that goes
 // down briefly (the transport hides it, at a price in latency), a link that stays down (the
 // request fails with STATUS_IO_TIMEOUT, the QP is in error, later posts are cancelled), and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Send/Receive ping-pong between two simulated nodes over the NDK interface: node a sends a
 // message, node b echoes it back, for a number of rounds. Prints the simulated round-trip time
 // and checks every byte. Usage: ping_pong [rounds] [message bytes]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // RDMA Write then Read between two simulated nodes: a writes a buffer into b's memory with one
 // NdkWrite (three gather SGEs), reads it back into a second buffer with one NdkRead (two scatter
 // SGEs), and checks both copies. Usage: rdma_write_read [bytes]

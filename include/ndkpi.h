@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ndkpi.h - the NDKPI surface (NDK 1.1 .. 2.1) that ndksim providers implement and consumers call,
  * rebuilt for g++/clang on x86-64 Linux from ndk-reference.md sections 1, 2 and 5.
  * Names, values and x64 layouts match Windows; every layout fact is pinned by a static_assert. */
@@ -13,168 +14,12 @@
 /* Every layout below is the x64 one (§2); the 32-bit layouts differ (§2.4, §6 item 12). */
 static_assert(sizeof(void *) == 8, "ndksim supports the x64 NDK layout only");
 
+#include "ndksim/wdk_types.h" /* the Windows base types, unless the consumer supplies them */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* ------------------------------------------------------------------------------------------------
- * Windows base types. On Windows the WDK headers provide them; elsewhere we define the subset
- * NDKPI needs. Sizes follow the Windows LLP64 model: ULONG and LONG are 32-bit even though
- * `unsigned long` is 64-bit on Linux.
- * ---------------------------------------------------------------------------------------------- */
-#if !defined(_WIN32) && !defined(NDKSIM_PORTABLE_TYPES)
-#define NDKSIM_PORTABLE_TYPES 1
-#endif
-
-#ifdef NDKSIM_PORTABLE_TYPES
-#include <netinet/in.h>
-#include <sys/socket.h>
-
-typedef void VOID;
-typedef void *PVOID;
-typedef char CHAR;
-typedef uint8_t UCHAR, *PUCHAR;
-typedef int16_t CSHORT;
-typedef uint16_t USHORT, *PUSHORT;
-typedef uint32_t ULONG, *PULONG;
-typedef int32_t LONG, *PLONG;
-typedef int64_t LONG64;
-typedef uint64_t ULONG64;
-typedef uint32_t UINT32;
-typedef uint64_t UINT64;
-typedef intptr_t LONG_PTR;
-typedef uintptr_t ULONG_PTR;
-typedef ULONG_PTR SIZE_T;
-typedef ULONG_PTR KAFFINITY;
-typedef uint8_t BOOLEAN;
-
-#ifndef TRUE
-#define TRUE 1
-#endif
-#ifndef FALSE
-#define FALSE 0
-#endif
-#ifndef MAXULONG
-#define MAXULONG 0xffffffffU
-#endif
-
-typedef int32_t NTSTATUS;
-typedef int32_t NDIS_STATUS;
-typedef PVOID NDIS_HANDLE;
-
-#ifndef NT_SUCCESS
-#define NT_SUCCESS(Status) (((NTSTATUS)(Status)) >= 0)
-#endif
-
-/* LowPart/HighPart are an anonymous struct in Windows; __extension__ keeps -Wpedantic quiet. */
-typedef union _LARGE_INTEGER {
-    __extension__ struct {
-        ULONG LowPart;
-        LONG HighPart;
-    };
-    struct {
-        ULONG LowPart;
-        LONG HighPart;
-    } u;
-    LONG64 QuadPart;
-} LARGE_INTEGER, *PLARGE_INTEGER;
-typedef LARGE_INTEGER PHYSICAL_ADDRESS, *PPHYSICAL_ADDRESS;
-
-#ifndef GUID_DEFINED
-#define GUID_DEFINED
-typedef struct _GUID {
-    ULONG Data1;
-    USHORT Data2;
-    USHORT Data3;
-    UCHAR Data4[8];
-} GUID;
-#endif
-
-typedef struct _GROUP_AFFINITY {
-    KAFFINITY Mask;
-    USHORT Group;
-    USHORT Reserved[3];
-} GROUP_AFFINITY, *PGROUP_AFFINITY;
-
-/* Addresses are the host's own socket structs, so they go straight to the socket API. */
-typedef USHORT ADDRESS_FAMILY;
-typedef struct sockaddr SOCKADDR, *PSOCKADDR;
-typedef struct sockaddr_in SOCKADDR_IN, *PSOCKADDR_IN;
-typedef struct sockaddr_in6 SOCKADDR_IN6, *PSOCKADDR_IN6;
-typedef union _SOCKADDR_INET {
-    SOCKADDR_IN Ipv4;
-    SOCKADDR_IN6 Ipv6;
-    ADDRESS_FAMILY si_family; /* overlays sin_family / sin6_family */
-} SOCKADDR_INET, *PSOCKADDR_INET;
-
-static_assert(sizeof(ULONG) == 4 && sizeof(LONG) == 4, "ULONG/LONG must be 32-bit (LLP64)");
-static_assert(sizeof(LARGE_INTEGER) == 8, "LARGE_INTEGER is 8 bytes");
-static_assert(sizeof(GUID) == 16, "GUID is 16 bytes");
-static_assert(sizeof(GROUP_AFFINITY) == 0x10, "GROUP_AFFINITY is 16 bytes on x64");
-static_assert(sizeof(sa_family_t) == sizeof(ADDRESS_FAMILY), "si_family must overlay sa_family_t");
-
-/* ------------------------------------------------------------------------------------------------
- * Memory descriptor lists. Only the fields NDK consumers and providers touch (NdkRegisterMr,
- * NdkBuildLam take an MDL chain, §3.15); this is NOT the Windows binary layout (no Process field,
- * no PFN array after the header).
- * ---------------------------------------------------------------------------------------------- */
-/* Spelled exactly as glibc's <sys/user.h> does so including both is a benign redefinition. */
-#ifndef PAGE_SHIFT
-#define PAGE_SHIFT 12
-#endif
-#ifndef PAGE_SIZE
-#define PAGE_SIZE (1UL << PAGE_SHIFT)
-#endif
-static_assert(PAGE_SIZE == 4096, "NDK logical pages are 4 KiB (§2.3)");
-
-#ifndef PAGE_ALIGN
-#define PAGE_ALIGN(Va) ((PVOID)((ULONG_PTR)(Va) & ~(ULONG_PTR)(PAGE_SIZE - 1)))
-#endif
-#ifndef BYTE_OFFSET
-#define BYTE_OFFSET(Va) ((ULONG)((ULONG_PTR)(Va) & (PAGE_SIZE - 1)))
-#endif
-/* Number of pages touched by [Va, Va + Size). */
-#ifndef ADDRESS_AND_SIZE_TO_SPAN_PAGES
-#define ADDRESS_AND_SIZE_TO_SPAN_PAGES(Va, Size) \
-    ((ULONG)((BYTE_OFFSET(Va) + (ULONG_PTR)(Size) + (PAGE_SIZE - 1)) >> PAGE_SHIFT))
-#endif
-
-typedef struct _MDL {
-    struct _MDL *Next;    /* next piece of the same buffer, or NULL */
-    CSHORT Size;          /* bytes of this descriptor (no PFN array follows in ndksim) */
-    CSHORT MdlFlags;
-    PVOID MappedSystemVa; /* in-process: the buffer's own address */
-    PVOID StartVa;        /* page-aligned base */
-    ULONG ByteCount;
-    ULONG ByteOffset;     /* offset of the first byte within the StartVa page */
-} MDL, *PMDL;
-
-/* Plain `inline` in C++ (one definition program-wide); `static` in C. Either way no
- * unused-function warning when this header is compiled on its own. */
-#ifdef __cplusplus
-#define NDKSIM_INLINE inline
-#else
-#define NDKSIM_INLINE static inline __attribute__((unused))
-#endif
-
-NDKSIM_INLINE PVOID MmGetMdlVirtualAddress(const MDL *Mdl) {
-    return (PVOID)((UCHAR *)Mdl->StartVa + Mdl->ByteOffset);
-}
-NDKSIM_INLINE ULONG MmGetMdlByteCount(const MDL *Mdl) { return Mdl->ByteCount; }
-NDKSIM_INLINE ULONG MmGetMdlByteOffset(const MDL *Mdl) { return Mdl->ByteOffset; }
-
-/* Same results as the Windows macro. In one process every buffer is already mapped, so
- * MappedSystemVa is filled in too. */
-NDKSIM_INLINE VOID MmInitializeMdl(PMDL Mdl, PVOID BaseVa, SIZE_T Length) {
-    Mdl->Next = NULL;
-    Mdl->Size = (CSHORT)sizeof(MDL);
-    Mdl->MdlFlags = 0;
-    Mdl->MappedSystemVa = BaseVa;
-    Mdl->StartVa = PAGE_ALIGN(BaseVa);
-    Mdl->ByteOffset = BYTE_OFFSET(BaseVa);
-    Mdl->ByteCount = (ULONG)Length;
-}
-#endif /* NDKSIM_PORTABLE_TYPES */
 
 /* ------------------------------------------------------------------------------------------------
  * §5: NTSTATUS / NDIS_STATUS values (mingw-w64 ntstatus.h numbering). Guarded so a platform
@@ -311,25 +156,20 @@ NDKSIM_INLINE VOID MmInitializeMdl(PMDL Mdl, PVOID BaseVa, SIZE_T Length) {
 #define NDIS_STATUS_RESOURCES ((NDIS_STATUS)STATUS_INSUFFICIENT_RESOURCES)
 #endif
 
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#include "ndkinfo.h" /* NDK_VERSION, NDK_ADAPTER_INFO and its flags */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ------------------------------------------------------------------------------------------------
  * §1 constants
  * ---------------------------------------------------------------------------------------------- */
 
-/* §1.1 versions ({Major, Minor}):
- *   1.0  what a consumer may ask for when opening; the provider answers with its highest 1.x
- *   1.1  Server 2012 / NDIS 6.30: base interface
- *   1.2  Server 2012 R2 / NDIS 6.40: NdkSendAndInvalidate, NdkGetCqResultsEx, NDK_RESULT_EX,
- *        NDK_OP_FLAG_DEFER, NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE and its adapter flag
- *   2.0  only named indirectly (RESULT_EX layout without ProviderErrorCode)
- *   2.1  Server 2022: NdkCompleteConnectEx, NdkAcceptEx, NDK_FN_DISCONNECT_EVENT_CALLBACK_EX,
- *        NDK_RESULT_EX.ProviderErrorCode
- * There is no 1.3. Open fails with NDIS_STATUS_BAD_VERSION if the major is unknown or the
- * requested minor exceeds the provider's highest. */
-typedef struct _NDK_VERSION {
-    USHORT Major;
-    USHORT Minor;
-} NDK_VERSION;
-static_assert(sizeof(NDK_VERSION) == 4, "§2.1");
 
 /* §1.2 */
 typedef enum _NDK_OBJECT_TYPE {
@@ -388,24 +228,6 @@ static_assert(sizeof(NDK_OPERATION_TYPE) == 4, "§2.4: Type is 4 bytes");
 #define NDK_CQ_NOTIFY_ANY 1
 #define NDK_CQ_NOTIFY_SOLICITED 2
 
-/* §1.7: NDK_ADAPTER_INFO.AdapterFlags. */
-#define NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED 0x00000001
-#define NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED 0x00000002
-#define NDK_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED 0x00000004
-#define NDK_ADAPTER_FLAG_MULTI_ENGINE_SUPPORTED 0x00000008
-#define NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED 0x00000010 /* NDK >= 1.2 */
-#define NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED 0x00000100
-#define NDK_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED 0x00010000
-
-/* §1.8 */
-typedef enum _NDK_RDMA_TECHNOLOGY {
-    NdkUndefined = 0,
-    NdkiWarp = 1,
-    NdkInfiniBand = 2,
-    NdkRoCE = 3,
-    NdkRoCEv2 = 4,
-    NdkMaxTechnology = 5
-} NDK_RDMA_TECHNOLOGY;
 
 /* §1.9: registry keywords. Windows wraps them in NDIS_STRING_CONST; ndksim has no registry,
  * so they are plain strings. */
@@ -510,54 +332,6 @@ static_assert(offsetof(NDK_RESULT_EX, ProviderErrorCode) == 0x1C, "§2.4");
 static_assert(offsetof(NDK_RESULT_EX, TypeSpecificCompletionOutput) == 0x20, "§2.4");
 static_assert(sizeof(NDK_RESULT_EX) == 0x28, "§2.4");
 
-/* §2.5: capability record returned by NdkQueryAdapterInfo. */
-typedef struct _NDK_ADAPTER_INFO {
-    NDK_VERSION Version;
-    UINT32 VendorId;
-    UINT32 DeviceId;
-    SIZE_T MaxRegistrationSize;
-    SIZE_T MaxWindowSize;
-    ULONG FRMRPageCount; /* must be >= 16 */
-    ULONG MaxInitiatorRequestSge;
-    ULONG MaxReceiveRequestSge;
-    ULONG MaxReadRequestSge;
-    ULONG MaxTransferLength;
-    ULONG MaxInlineDataSize;
-    ULONG MaxInboundReadLimit;
-    ULONG MaxOutboundReadLimit;
-    ULONG MaxReceiveQueueDepth;
-    ULONG MaxInitiatorQueueDepth;
-    ULONG MaxSrqDepth; /* 0: no SRQ support */
-    ULONG MaxCqDepth;
-    ULONG LargeRequestThreshold;
-    ULONG MaxCallerData;
-    ULONG MaxCalleeData;
-    ULONG AdapterFlags; /* NDK_ADAPTER_FLAG_* */
-    NDK_RDMA_TECHNOLOGY RdmaTechnology;
-} NDK_ADAPTER_INFO;
-static_assert(offsetof(NDK_ADAPTER_INFO, Version) == 0x00, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, VendorId) == 0x04, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, DeviceId) == 0x08, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxRegistrationSize) == 0x10, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxWindowSize) == 0x18, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, FRMRPageCount) == 0x20, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxInitiatorRequestSge) == 0x24, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxReceiveRequestSge) == 0x28, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxReadRequestSge) == 0x2C, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxTransferLength) == 0x30, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxInlineDataSize) == 0x34, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxInboundReadLimit) == 0x38, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxOutboundReadLimit) == 0x3C, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxReceiveQueueDepth) == 0x40, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxInitiatorQueueDepth) == 0x44, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxSrqDepth) == 0x48, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxCqDepth) == 0x4C, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, LargeRequestThreshold) == 0x50, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxCallerData) == 0x54, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxCalleeData) == 0x58, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, AdapterFlags) == 0x5C, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, RdmaTechnology) == 0x60, "§2.5");
-static_assert(sizeof(NDK_ADAPTER_INFO) == 0x68, "§2.5");
 
 /* ------------------------------------------------------------------------------------------------
  * §2.7: consumer callbacks. All run at <= DISPATCH_LEVEL, so in ndksim they must not block.
@@ -997,13 +771,6 @@ NDKSIM_PIN_OBJECT(NDK_LISTENER);
  * closed only through CloseNDKAdapterHandler, which blocks until every descendant's callbacks
  * have returned.
  * ---------------------------------------------------------------------------------------------- */
-#ifdef NDKSIM_PORTABLE_TYPES
-typedef struct _NDIS_OBJECT_HEADER {
-    UCHAR Type;
-    UCHAR Revision;
-    USHORT Size;
-} NDIS_OBJECT_HEADER, *PNDIS_OBJECT_HEADER;
-#endif
 
 /* NDIS >= 6.50 appends SwitchId and VPortId (NIC-switch ids); ndksim models no NIC switch. */
 typedef struct _NDIS_OPEN_NDK_ADAPTER_PARAMETERS {

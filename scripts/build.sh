@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Configures and builds ndksim into build/ (or build-<sanitizer>/ when NDKSIM_SANITIZE is set).
 # Usage: scripts/build.sh [extra cmake arguments]
 set -euo pipefail

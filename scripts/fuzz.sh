@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds the libFuzzer harnesses (clang, ASan+UBSan, in build-fuzz/) and fuzzes each for a while.
 # Usage: scripts/fuzz.sh [SECONDS_PER_HARNESS] [HARNESS...]   (default: 60 s each, every harness)
 # Each harness starts from its checked-in seed corpus and regressions (tests/fuzz/corpus/NAME,

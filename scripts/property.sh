@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs the property tests (tests/property_test.cc) over many seeds.
 # Usage: scripts/property.sh [FIRST_SEED] [COUNT]   (default: seeds 1..1000)
 # The suite itself runs a fixed 24 seeds; this is the long run. A failing seed is printed with

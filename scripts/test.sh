@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds ndksim and runs the whole test suite. Set NDKSIM_SANITIZE=address,undefined or thread
 # to run it under sanitizers (in a separate build directory).
 set -euo pipefail

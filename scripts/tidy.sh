@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs clang-tidy's default checks over every translation unit in src/ and bench/ (using build/'s
 # compile_commands.json), with the project's headers in src/ and include/; any diagnostic in
 # project code fails the run.

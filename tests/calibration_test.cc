@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Calibration: the default profile reproduces the published figures of calibration.md within
 // +-10%, measured the way ndksim-perf and perftest measure them, and shows the directions Kalia et
 // al. measured on real NICs (doorbell batching and inlining raise the message rate when doorbells,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Block tests of the completion engine's interrupt moderation and of the CQ-resize and SRQ
 // commands, driven through the raw hardware interface (no provider).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // End-to-end tests through the NDK dispatch tables: data integrity of every operation across sizes
 // and SGE layouts (two nodes and loopback), completion routing, deferral, inline and remote errors,
 // connection set-up and teardown, and determinism of the trace.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A minimal hand-written driver for testing the hardware model without the provider: it builds
 // rings and CQs in host memory, issues NIC commands, writes WQEs and reads CQEs directly.
 #pragma once

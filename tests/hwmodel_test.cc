@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unit tests of the hardware-model blocks, driven by a hand-written test driver (no provider).
 #include <gtest/gtest.h>
 

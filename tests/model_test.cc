@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The cycle-approximate model block by block: profile validation, PCIe read requests and tags,
 // processing units, the pipelined requester, WQEs written with their doorbell, receive WQE
 // prefetch, port latencies and extension headers, and per-QP counters.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Run-time checks of the ndkpi.h facts that matter most to binary compatibility: x64 layouts,
 // the flag values resolved from contradictory docs, NTSTATUS numbers and the MDL helpers.
 // The header pins the same layouts with static_assert; these tests make a regression visible

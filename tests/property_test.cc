@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Properties over seeds: random workloads of writes, reads and sends on several connections among
 // several nodes, under random wire faults and forced RNR, must complete every post exactly once,
 // successfully and in posting order per queue, deliver every byte exactly, never hang, and give
@@ -137,8 +138,8 @@ class Workload {
       Post(lane, i);
       if (rng_.Chance(30)) Step();
     }
-    const bool finished = fabric_->RunUntil([&] { return Poll(), outcome_.completions == 2 * sends_ + requests_.size() - sends_; },
-                                            Milliseconds(2000));
+    const bool finished = static_cast<bool>(fabric_->RunUntil([&] { return Poll(), outcome_.completions == 2 * sends_ + requests_.size() - sends_; },
+                                            Milliseconds(2000)));
     if (!finished) Fail("hang: not every request completed within 2 s of simulated time");
     CheckData();
     for (std::uint32_t id : fault_ids_) outcome_.faults += fabric_->FaultStatsOf(id).fired;
@@ -246,7 +247,6 @@ class Workload {
       static constexpr FaultAction kActions[] = {FaultAction::kDrop, FaultAction::kCorrupt, FaultAction::kDelay,
                                                  FaultAction::kForceRnr};
       rule.action = kActions[rng_.Below(4)];
-      rule.point = PointOf(rule.action);
       rule.count = kEveryTime;
       // At most a few percent: eight tries in a row must not all fail (retry_count 7).
       rule.probability = 0.005 * static_cast<double>(1 + rng_.Below(6));

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Provider connection-management tests through the NDK dispatch tables (ref §3.18, §4.4, §4.6):
 // private data and read limits, endpoints and addresses, refusals, timeouts, close while pending,
 // and disconnect races. Two nodes on the functional profile.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Provider tests through the NDK dispatch tables: adapter open and query, object headers, create
 // limits, memory registration, inline posting failures and object lifetime (ref §1.1, §2.1,
 // §3.15-3.17, §4.3, §4.4). Each failing call must return its status and change nothing.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unit tests of the provider's pure pieces: the NTSTATUS tables, socket-address conversion and the
 // CM message codec. No fabric, no NIC.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Regression tests for what fuzzing and review of the NDK paths found (docs/reliability.md): NIC
 // table entries reused while something still names the old entry, memory operations racing their
 // objects, posts on a QP in error, and the order of a responder's answers. Each test is named
@@ -430,7 +431,6 @@ TEST(ErrorState, APostWhoseDoorbellWasLostOnAQpInErrorCompletesWithTheNextFlush)
   pair.a().qp->Dispatch->NdkFlush(pair.a().qp);
   pair.fabric().RunUntilIdle();
   FaultRule lose;
-  lose.point = FaultPoint::kDoorbell;
   lose.action = FaultAction::kLose;
   pair.fabric().AddFault(lose);
 
@@ -496,7 +496,6 @@ TEST(ReplayedPsns, ASendAfterAResentReadDoesNotReuseAnAcknowledgedWritesPsn) {
   // b's first read response is lost: the read is resent after the ACK timeout, behind a write the
   // peer has already acknowledged.
   FaultRule drop;
-  drop.point = FaultPoint::kWire;
   drop.action = FaultAction::kDrop;
   drop.match.node = 1;
   drop.match.packet = PacketClass::kReadResponse;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The reliable-connection transport across blocks: acknowledgement requests inside long messages,
 // the ACK timer restarting on progress, go-back-N from the first unacknowledged packet, resent
 // reads answered again, placements that land whatever happens to the QP, and the read fence

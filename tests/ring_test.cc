@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tests for the host-interface queues: SpscRing (work queues) and MpscQueue (doorbells).
 // One behaviour per test; the stress tests check correctness only, never speed.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unit tests of the protection table's memory operations and page-list, window and privileged
 // checks (translation.h): one test per outcome, on a two-node rig without the provider.
 #include <gtest/gtest.h>

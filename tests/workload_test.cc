@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ndksim::Workload, the perftest-style driver behind ndksim-perf and the calibration tests: what it
 // posts (post lists, selective signaling, inline, several QPs) is checked through the NIC's
 // counters, so a figure it reports is known to come from the traffic it claims.
@@ -85,10 +86,84 @@ TEST(WorkloadStream, ReadsKeepTheirPayloadInTheInitiatorsSink) {
   EXPECT_EQ(q.dma_write_bytes - q.completions * 32, 64u * 4096);  // read responses placed, plus CQEs
 }
 
-TEST(WorkloadConfigTest, PostListLongerThanTheWindowIsRefused) {
+TEST(WorkloadStream, EveryQpsUnsignaledTailCompletes) {
+  // Regression: the stream signaled only the last request overall, so with two QPs the other QP's
+  // unsignaled tail never completed and the run gave up ("no completion").
+  WorkloadConfig c = Config(Operation::kWrite, 64);
+  c.qps = 2;
+  Workload w(c);
+  EXPECT_NO_THROW(w.Stream(200));
+  EXPECT_EQ(CountersOf(w, w.Initiators()[0]).wqes_executed, 100u);
+  EXPECT_EQ(CountersOf(w, w.Initiators()[1]).wqes_executed, 100u);
+}
+
+TEST(WorkloadStream, ReadsOnTheIWarpProfileLandInARegisteredReadSink) {
+  // Regression: the read sink lacked the READ_SINK right iWARP requires, so the first read failed
+  // with STATUS_ACCESS_VIOLATION.
+  WorkloadConfig c = Config(Operation::kRead, 4096);
+  c.fabric.profile = profiles::kIWarp;
+  Workload w(c);
+  EXPECT_NO_THROW(w.Latency(4));
+  EXPECT_NO_THROW(w.Stream(64));
+}
+
+// Every combination the options allow runs to its last completion: the messages are shared among
+// the QPs, each QP posts whole post lists and signals its last request.
+TEST(WorkloadStream, EveryCombinationOfQpsPostListWindowAndSignalRatioCompletes) {
+  for (const Operation op : {Operation::kWrite, Operation::kRead, Operation::kSend}) {
+    for (const int qps : {1, 2, 3, 5}) {
+      for (const std::size_t post_list : {1, 4, 16}) {
+        for (const std::size_t window : {16, 17, 128}) {
+          for (const std::size_t signal_every : {1, 5, 16, 1000}) {
+            for (const std::size_t messages : {1, 7, 203}) {
+              WorkloadConfig c = Config(op, 64);
+              c.fabric.profile = profiles::kFunctional;
+              c.qps = qps;
+              c.post_list = post_list;
+              c.window = window;
+              c.signal_every = signal_every;
+              Workload w(c);
+              SCOPED_TRACE(::testing::Message() << "op " << static_cast<int>(op) << ", " << qps << " QPs, post list "
+                                                << post_list << ", window " << window << ", signal every "
+                                                << signal_every << ", " << messages << " messages");
+              ASSERT_NO_THROW(w.Stream(messages));
+              std::uint64_t executed = 0;
+              for (NDK_QP* qp : w.Initiators()) executed += CountersOf(w, qp).wqes_executed;
+              EXPECT_EQ(executed, messages);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(WorkloadConfigTest, PostListLongerThanTheWindowIsRefusedByName) {
   WorkloadConfig c = Config(Operation::kWrite, 64);
   c.post_list = 64;
   c.window = 32;
+  try {
+    Workload w(c);
+    FAIL() << "accepted a post list longer than the window";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "workload: a post list of 64 does not fit in a window of 32 requests in flight");
+  }
+}
+
+TEST(WorkloadConfigTest, MoreQpsThanTheQpTableHoldsAreRefusedWithTheLimit) {
+  WorkloadConfig c = Config(Operation::kWrite, 64);
+  c.qps = 1 << 20;
+  try {
+    Workload w(c);
+    FAIL() << "accepted more QPs than the NIC holds";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "workload: qps is 1048576; profile connectx-100g-roce holds at most 131072 QPs per node");
+  }
+}
+
+TEST(WorkloadConfigTest, AWindowDeeperThanTheQueueLimitIsRefusedWithTheLimit) {
+  WorkloadConfig c = Config(Operation::kWrite, 64);
+  c.window = 1 << 20;
   EXPECT_THROW(Workload{c}, std::invalid_argument);
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ndksim-perf: a perftest-like measurement of the simulated RNIC. For each message size it runs a
 // latency phase (one message in flight: ping-pong for send and write, post-to-completion for
 // read) and a bandwidth phase (a window of messages in flight, optional post lists and selective

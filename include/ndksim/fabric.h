@@ -1,9 +1,11 @@
+// SPDX-License-Identifier: MIT
 // The simulator's front door: a fabric of simulated nodes, each with one RNIC, joined by links,
 // and the clock that drives them. Consumers open NDK_ADAPTERs on nodes and run simulated time.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,6 +36,23 @@ enum class AsyncCompletion : std::uint8_t {
   kMixed,         // per call, a seeded choice between kInline and kPending
 };
 
+// Why Fabric::RunUntil stopped.
+enum class RunStop : std::uint8_t {
+  kDone,       // the predicate held
+  kIdle,       // nothing was left to do, and the predicate did not hold
+  kTimeLimit,  // the time limit passed, and the predicate did not hold
+};
+std::string_view Name(RunStop stop);
+
+// What Fabric::RunUntil returns: true (as a condition) exactly when the predicate held.
+struct RunResult {
+  RunStop stop = RunStop::kDone;
+  explicit operator bool() const { return stop == RunStop::kDone; }
+  bool operator==(const RunResult&) const = default;
+  bool operator==(RunStop s) const { return stop == s; }
+};
+std::ostream& operator<<(std::ostream& os, const RunResult& r);  // "done", "idle", "time limit"
+
 struct FabricConfig {
   std::uint64_t seed = 1;  // every random choice of the model derives from it
   HardwareProfile profile = profiles::kConnectX100GbeRoce;
@@ -52,6 +71,14 @@ using NodeCounters = NicCounters;
 class Node {
  public:
   std::string_view Name() const;
+  // The node's position in Fabric::AddNode order: what FaultMatch::node and link_of name.
+  std::uint32_t Index() const;
+  // The addresses the node was configured with, as given.
+  const std::vector<std::string>& Addresses() const;
+  // A ready socket address for NdkListen/NdkConnect: the node's first configured address of
+  // `family` (AF_INET or AF_INET6) with `port`. Throws ConfigurationError if it has none.
+  // `length`, if set, receives the size to pass with it.
+  SOCKADDR_INET SocketAddress(USHORT port, ADDRESS_FAMILY family = AF_INET, ULONG* length = nullptr) const;
   // The NDIS open path (OPEN_NDK_ADAPTER_HANDLER): NDIS_STATUS_BAD_VERSION unless the major
   // version is 1 or 2 and the minor does not exceed what the provider implements.
   NTSTATUS OpenAdapter(NDK_VERSION version, NDK_ADAPTER** adapter);
@@ -79,6 +106,10 @@ class Fabric {
  public:
   // Throws ConfigurationError if the profile is invalid.
   explicit Fabric(FabricConfig config = {});
+  // Closes every adapter still open on every node, as CloseAdapter does: objects close, pending
+  // requests are cancelled, and consumer callbacks (request completions with STATUS_CANCELLED,
+  // disconnect events) may run from inside the destructor. Close your objects first, or keep
+  // what those callbacks touch alive until the fabric is gone.
   ~Fabric();
   Fabric(const Fabric&) = delete;
   Fabric& operator=(const Fabric&) = delete;
@@ -95,8 +126,8 @@ class Fabric {
   // Runs everything scheduled up to Now() + d, then sets the clock to Now() + d.
   std::uint64_t RunFor(Duration d);
   // Runs until `done()` holds (checked after every event), nothing is left to do, or `limit` of
-  // simulated time has passed. Returns whether `done()` held.
-  bool RunUntil(const std::function<bool()>& done, Duration limit = Milliseconds(1000));
+  // simulated time has passed, and says which (`if (fabric.RunUntil(...))` tests that it held).
+  RunResult RunUntil(const std::function<bool()>& done, Duration limit = Milliseconds(1000));
 
   std::uint64_t Seed() const;
   const HardwareProfile& Profile() const;
@@ -110,6 +141,10 @@ class Fabric {
   void RemoveFault(std::uint32_t id);
   // Throws ConfigurationError for an unknown id.
   FaultStats FaultStatsOf(std::uint32_t id) const;
+  // Every rule added so far, one line each with its id, the rule and its statistics, e.g.
+  // "fault 0: FaultRule{wire: drop, node 0, request packets, count 1}: fired 1 of 1 considered".
+  // ConnectedQpPairTest prints it when a test fails.
+  std::string DescribeFaults() const;
 
   struct Impl;
 

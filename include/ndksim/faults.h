@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fault injection: deterministic, seeded rules that make the simulated hardware misbehave at a
 // named hook point, so that a test can drive a consumer's error handling. A rule says where (the
 // hook point), which events (node, QP, packet kind), when (a simulated-time window, how many
@@ -13,9 +14,12 @@
 #include <string_view>
 #include <vector>
 
+#include "ndkpi.h"
 #include "ndksim/time.h"
 
 namespace ndksim {
+
+class Node;
 
 // The hook points: each is one place in one hardware block.
 enum class FaultPoint : std::uint8_t {
@@ -63,7 +67,7 @@ enum class FaultAction : std::uint8_t {
   kFailAdapter,
 };
 std::string_view Name(FaultAction a);
-// The one hook point where `a` acts (what FaultRule::point must be).
+// The one hook point where `a` acts.
 FaultPoint PointOf(FaultAction a);
 
 // Which packets a kWire rule matches.
@@ -89,8 +93,22 @@ struct FaultMatch {
 inline constexpr std::uint64_t kEveryTime = std::numeric_limits<std::uint64_t>::max();
 
 struct FaultRule {
-  FaultPoint point = FaultPoint::kWire;
+  // What happens; it also names the one hook point where the rule acts (PointOf).
   FaultAction action = FaultAction::kDrop;
+  FaultPoint Point() const { return PointOf(action); }
+
+  // Builders, chained on a rule from the functions below, e.g.
+  //   fabric.AddFault(ndksim::DropPackets(ndksim::PacketClass::kRequest).At(a_node).Times(2));
+  FaultRule& At(const Node& node);                 // the node where the hook runs (wire: the sender)
+  FaultRule& OnQp(const Node& node, NDK_QP* qp);   // one QP of that node; ConfigurationError if not its
+  FaultRule& OnLinkOf(const Node& node);           // wire: packets to or from that node
+  FaultRule& Of(PacketClass packets);              // wire: which packets
+  FaultRule& Times(std::uint64_t n);               // act on n events, then stop
+  FaultRule& Always();                             // act on every matching event
+  FaultRule& After(std::uint64_t events);          // let that many matching events through first
+  FaultRule& WithProbability(double p);            // each matching event, a seeded draw
+  FaultRule& Between(TimePoint from, TimePoint until);  // simulated-time window [from, until)
+
   FaultMatch match;
   // When: only events at simulated times in [from, until) are considered; of those, the first
   // `skip` are let through, then each acts with `probability` (a seeded draw) until the rule has
@@ -115,5 +133,18 @@ struct FaultStats {
 
 // A link down for [from, until): every packet to or from `node` is lost on the wire.
 FaultRule LinkDown(std::uint32_t node, TimePoint from, TimePoint until);
+FaultRule LinkDown(const Node& node, TimePoint from, TimePoint until);
+
+// One rule per action, with the action's hook point; each acts once, anywhere, unless a builder
+// above narrows or widens it. Parameters an action needs are arguments here.
+FaultRule DropPackets(PacketClass packets = PacketClass::kAny);
+FaultRule CorruptPackets(PacketClass packets = PacketClass::kAny);
+FaultRule DelayPackets(Duration delay, PacketClass packets = PacketClass::kAny);
+FaultRule LoseDoorbells();
+FaultRule ForceRnr();
+FaultRule InvalidateTokenInFlight();
+FaultRule OverrunCq();
+FaultRule FailDmaRead();
+FaultRule FailAdapter(const Node& node, TimePoint at);
 
 }  // namespace ndksim

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Consumer-side helpers for tests, examples and benchmarks: a connected QP pair on a simulated
 // fabric, registered buffers, and polling. Everything here goes through the NDK dispatch tables,
 // exactly as consumer code does; nothing reaches into the provider or the hardware model.
@@ -13,20 +14,24 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "ndkpi.h"
 #include "ndksim/fabric.h"
+#include "ndksim/names.h"
 
 namespace ndksim {
 
 // Thrown when a set-up step of the harness fails; the message names the step and the NTSTATUS.
 class HarnessError : public std::runtime_error {
  public:
-  HarnessError(const char* step, NTSTATUS status)
-      : std::runtime_error(fmt::format("{} failed: NTSTATUS {:#010x}", step, static_cast<std::uint32_t>(status))),
+  // "NdkCreateMr failed: STATUS_INSUFFICIENT_RESOURCES (0xc000009a)"
+  HarnessError(std::string_view step, NTSTATUS status)
+      : std::runtime_error(fmt::format("{} failed: {} ({:#010x})", step, StatusString(status),
+                                       static_cast<std::uint32_t>(status))),
         status_(status) {}
   NTSTATUS Status() const { return status_; }
 
@@ -34,10 +39,39 @@ class HarnessError : public std::runtime_error {
   NTSTATUS status_;
 };
 
+class RegisteredBuffer;
+
+namespace detail {
+// The buffers registered on one side of a QpPair. The pair closes them (deregisters and closes
+// their MRs) before it closes their PD, so a buffer that outlives the pair, such as a member of a
+// ConnectedQpPairTest subclass, only frees its memory when it goes.
+class BufferRegistry {
+ public:
+  void Add(RegisteredBuffer* b) { live_.push_back(b); }
+  void Remove(RegisteredBuffer* b) { std::erase(live_, b); }
+  bool Closed() const { return closed_; }
+  inline void CloseAll();
+
+ private:
+  std::vector<RegisteredBuffer*> live_;
+  bool closed_ = false;
+};
+}  // namespace detail
+
 // A host buffer registered as a memory region of a PD (NdkCreateMr + NdkRegisterMr).
+//
+// Lifetime: a buffer made by QpEnd::Register belongs to its pair's side; when the pair closes, the
+// buffer's MR is closed with it and the buffer keeps only its memory (Data() stays readable; the
+// token and SGE accessors throw HarnessError). A buffer constructed directly on a PD of your own must
+// be destroyed before that PD's adapter is closed or its fabric destroyed.
 class RegisteredBuffer {
  public:
-  RegisteredBuffer(NDK_PD* pd, std::size_t size, ULONG mr_flags) : size_(size), storage_(new std::byte[size == 0 ? 1 : size]()) {
+  RegisteredBuffer(NDK_PD* pd, std::size_t size, ULONG mr_flags) : RegisteredBuffer(pd, size, mr_flags, nullptr) {}
+  RegisteredBuffer(NDK_PD* pd, std::size_t size, ULONG mr_flags, std::shared_ptr<detail::BufferRegistry> registry)
+      : size_(size), storage_(new std::byte[size == 0 ? 1 : size]()), registry_(std::move(registry)) {
+    if (registry_ != nullptr && registry_->Closed()) {
+      throw HarnessError("RegisteredBuffer (its QpPair side is already closed)", STATUS_INVALID_DEVICE_STATE);
+    }
     NTSTATUS s = pd->Dispatch->NdkCreateMr(pd, FALSE, nullptr, nullptr, &mr_);
     if (s != STATUS_SUCCESS) throw HarnessError("NdkCreateMr", s);
     MmInitializeMdl(&mdl_, storage_.get(), size_);
@@ -46,20 +80,30 @@ class RegisteredBuffer {
       mr_->Dispatch->NdkCloseMr(&mr_->Header, nullptr, nullptr);
       throw HarnessError("NdkRegisterMr", s);
     }
+    if (registry_ != nullptr) registry_->Add(this);
   }
   ~RegisteredBuffer() {
-    mr_->Dispatch->NdkDeregisterMr(mr_, nullptr, nullptr);
-    mr_->Dispatch->NdkCloseMr(&mr_->Header, nullptr, nullptr);
+    if (registry_ != nullptr) registry_->Remove(this);
+    Close();
   }
   RegisteredBuffer(const RegisteredBuffer&) = delete;
   RegisteredBuffer& operator=(const RegisteredBuffer&) = delete;
 
+  // Deregisters and closes the MR now (the memory stays). Called by the owning pair when it closes.
+  void Close() {
+    if (mr_ == nullptr) return;
+    mr_->Dispatch->NdkDeregisterMr(mr_, nullptr, nullptr);
+    mr_->Dispatch->NdkCloseMr(&mr_->Header, nullptr, nullptr);
+    mr_ = nullptr;
+  }
+  bool IsOpen() const { return mr_ != nullptr; }
+
   std::byte* Data() { return storage_.get(); }
   std::size_t Size() const { return size_; }
   std::uint64_t Address(std::size_t offset = 0) const { return reinterpret_cast<std::uint64_t>(storage_.get() + offset); }
-  UINT32 LocalToken() const { return mr_->Dispatch->NdkGetLocalTokenFromMr(mr_); }
-  UINT32 RemoteToken() const { return mr_->Dispatch->NdkGetRemoteTokenFromMr(mr_); }
-  NDK_MR* Mr() const { return mr_; }
+  UINT32 LocalToken() const { return Open()->Dispatch->NdkGetLocalTokenFromMr(mr_); }
+  UINT32 RemoteToken() const { return Open()->Dispatch->NdkGetRemoteTokenFromMr(mr_); }
+  NDK_MR* Mr() const { return Open(); }
   NDK_SGE Sge(std::size_t offset, ULONG length) const {
     NDK_SGE sge{};
     sge.VirtualAddress = storage_.get() + offset;
@@ -69,11 +113,27 @@ class RegisteredBuffer {
   }
 
  private:
+  NDK_MR* Open() const {
+    if (mr_ == nullptr) {
+      throw HarnessError("RegisteredBuffer (its MR was closed with its QpPair side)", STATUS_INVALID_DEVICE_STATE);
+    }
+    return mr_;
+  }
+
   std::size_t size_;
   std::unique_ptr<std::byte[]> storage_;
+  std::shared_ptr<detail::BufferRegistry> registry_;
   MDL mdl_{};
   NDK_MR* mr_ = nullptr;
 };
+
+namespace detail {
+inline void BufferRegistry::CloseAll() {
+  closed_ = true;
+  for (RegisteredBuffer* b : live_) b->Close();
+  live_.clear();
+}
+}  // namespace detail
 
 struct QpPairConfig {
   FabricConfig fabric;
@@ -113,6 +173,8 @@ struct QpEnd {
   // Called (after counting) from the CQ notification callback of this side's CQs, if set: lets a
   // test poll, post or re-arm from inside the callback.
   std::function<void(NTSTATUS)> on_cq_notification;
+  // The buffers Register made on this side: closed with the side, before its PD.
+  std::shared_ptr<detail::BufferRegistry> buffers = std::make_shared<detail::BufferRegistry>();
 
   NTSTATUS Send(void* ctx, std::span<const NDK_SGE> sgl, ULONG flags = 0) {
     return qp->Dispatch->NdkSend(qp, ctx, sgl.data(), static_cast<ULONG>(sgl.size()), flags);
@@ -132,7 +194,7 @@ struct QpEnd {
   std::unique_ptr<RegisteredBuffer> Register(std::size_t size, ULONG mr_flags = NDK_MR_FLAG_ALLOW_LOCAL_WRITE |
                                                                                   NDK_MR_FLAG_ALLOW_REMOTE_READ |
                                                                                   NDK_MR_FLAG_ALLOW_REMOTE_WRITE) {
-    return std::make_unique<RegisteredBuffer>(pd, size, mr_flags);
+    return std::make_unique<RegisteredBuffer>(pd, size, mr_flags, buffers);
   }
   // Removes up to `max` results from `cq` (NdkGetCqResultsEx) and appends them to `out`.
   static std::size_t Poll(NDK_CQ* cq, std::vector<NDK_RESULT_EX>& out, std::size_t max = 64) {
@@ -345,6 +407,7 @@ class QpPair {
   }
 
   void Close(QpEnd& end) {
+    end.buffers->CloseAll();
     if (end.connector != nullptr) end.connector->Dispatch->NdkCloseConnector(&end.connector->Header, nullptr, nullptr);
     if (end.qp != nullptr) end.qp->Dispatch->NdkCloseQp(&end.qp->Header, nullptr, nullptr);
     if (end.srq != nullptr) end.srq->Dispatch->NdkCloseSrq(&end.srq->Header, nullptr, nullptr);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Hardware profiles: one plain parameter struct describing a simulated RNIC, with units in the
 // types and a comment per field, plus named presets. Validated once, every bad field named.
 #pragma once
@@ -115,6 +116,11 @@ struct HardwareProfile {
   // Honours NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE and reports
   // NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED (ref §1.4, §1.7).
   bool read_local_invalidate = true;
+  // Each NdkFastRegister gives the MR a new key byte, so the token changes at every registration
+  // and a stale token from an earlier registration can never reach the new one (as RNICs that
+  // rotate keys do). Off by default: the token read after NdkInitializeFastRegisterMr stays the
+  // MR's token across fast-register and invalidate cycles, which consumers cache.
+  bool rotate_fast_register_keys = false;
 };
 
 // Every problem found in `p`, one message per bad field naming it; empty when valid.

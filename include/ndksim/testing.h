@@ -1,38 +1,49 @@
+// SPDX-License-Identifier: MIT
 // GoogleTest/GoogleMock helpers for suites that test NDK consumer code on ndksim: a fixture that
-// gives a connected QP pair on two nodes, and matchers for NDK_RESULT and NDK_RESULT_EX.
+// gives a connected QP pair on two nodes, matchers for NDK_RESULT and NDK_RESULT_EX, and status
+// assertions (IsStatus, EXPECT_STATUS_EQ, EXPECT_NT_SUCCESS) that print names, not numbers.
 #pragma once
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <iostream>
 #include <memory>
 #include <ostream>
+#include <string>
 
 #include "ndksim/harness.h"
+#include "ndksim/names.h"
 
-// Printers so that failing expectations show the fields, not raw bytes.
+// Printers so that failing expectations show the fields with names, not raw bytes:
+//   NDK_RESULT{STATUS_IO_TIMEOUT, BytesTransferred=0, QPContext=0x.., RequestContext=0x..}
+//   NDK_RESULT_EX{STATUS_IO_TIMEOUT, Write, BytesTransferred=0, QPContext=0x.., RequestContext=0x..,
+//                 ProviderErrorCode=0x0, TypeSpecificCompletionOutput=0x0}
+// NTSTATUS is a plain int32_t and cannot have a printer of its own: compare statuses with
+// IsStatus, EXPECT_STATUS_EQ or EXPECT_NT_SUCCESS below to see names.
 inline void PrintTo(const NDK_RESULT& r, std::ostream* os) {
-  *os << "NDK_RESULT{Status=0x" << std::hex << static_cast<std::uint32_t>(r.Status) << std::dec
-      << ", BytesTransferred=" << r.BytesTransferred << ", QPContext=" << r.QPContext
-      << ", RequestContext=" << r.RequestContext << "}";
+  *os << "NDK_RESULT{" << ::ndksim::ResultString(r) << "}";
 }
 inline void PrintTo(const NDK_RESULT_EX& r, std::ostream* os) {
-  *os << "NDK_RESULT_EX{Status=0x" << std::hex << static_cast<std::uint32_t>(r.Status) << std::dec
-      << ", BytesTransferred=" << r.BytesTransferred << ", QPContext=" << r.QPContext
-      << ", RequestContext=" << r.RequestContext << ", Type=0x" << std::hex << static_cast<std::uint32_t>(r.Type)
-      << ", ProviderErrorCode=0x" << r.ProviderErrorCode << ", TypeSpecificCompletionOutput=0x"
-      << r.TypeSpecificCompletionOutput << std::dec << "}";
+  *os << "NDK_RESULT_EX{" << ::ndksim::ResultString(r) << "}";
 }
 
 namespace ndksim::testing {
 
-// Matches a result (NDK_RESULT or NDK_RESULT_EX) whose Status is `status`.
-MATCHER_P(HasStatus, status, "has Status " + ::testing::PrintToString(static_cast<std::uint32_t>(status))) {
+// Matches a result (NDK_RESULT or NDK_RESULT_EX) whose Status is `status`:
+// "has Status STATUS_IO_TIMEOUT"; explains a mismatch with "whose Status is STATUS_CANCELLED".
+MATCHER_P(HasStatus, status,
+          std::string(negation ? "doesn't have" : "has") + " Status " +
+              ::ndksim::StatusString(static_cast<NTSTATUS>(status))) {
+  *result_listener << "whose Status is " << ::ndksim::StatusString(arg.Status);
   return arg.Status == static_cast<NTSTATUS>(status);
 }
-// Matches a successful result.
-MATCHER(Succeeded, "has Status STATUS_SUCCESS") { return arg.Status == STATUS_SUCCESS; }
+// Matches a successful result: "has Status STATUS_SUCCESS".
+MATCHER(Succeeded, std::string(negation ? "doesn't have" : "has") + " Status STATUS_SUCCESS") {
+  *result_listener << "whose Status is " << ::ndksim::StatusString(arg.Status);
+  return arg.Status == STATUS_SUCCESS;
+}
 // Matches a result whose RequestContext is `ctx`.
 MATCHER_P(HasRequestContext, ctx, "has RequestContext " + ::testing::PrintToString(static_cast<const void*>(ctx))) {
   return arg.RequestContext == static_cast<const void*>(ctx);
@@ -45,15 +56,87 @@ MATCHER_P(HasQpContext, ctx, "has QPContext " + ::testing::PrintToString(static_
 MATCHER_P(HasBytesTransferred, n, "has BytesTransferred " + ::testing::PrintToString(n)) {
   return arg.BytesTransferred == static_cast<ULONG>(n);
 }
-// Matches an NDK_RESULT_EX whose Type is `type` (an NDK_OPERATION_TYPE).
-MATCHER_P(HasType, type, "has Type " + ::testing::PrintToString(static_cast<std::uint32_t>(type))) {
+// Matches an NDK_RESULT_EX whose Type is `type` (an NDK_OPERATION_TYPE): "has Type Write";
+// explains a mismatch with "whose Type is Read".
+MATCHER_P(HasType, type,
+          std::string(negation ? "doesn't have" : "has") + " Type " +
+              ::ndksim::OperationTypeString(static_cast<NDK_OPERATION_TYPE>(type))) {
+  *result_listener << "whose Type is " << ::ndksim::OperationTypeString(arg.Type);
   return arg.Type == static_cast<NDK_OPERATION_TYPE>(type);
 }
-// The common case in one matcher: a successful result of `type` for request `ctx`.
-MATCHER_P2(IsCompletion, type, ctx, "is a successful completion of the request") {
-  return arg.Status == STATUS_SUCCESS && arg.Type == static_cast<NDK_OPERATION_TYPE>(type) &&
-         arg.RequestContext == static_cast<const void*>(ctx);
+// The common case in one matcher: a successful result of `type` for request `ctx`
+// ("is a successful Write completion of request 0x1234"); a mismatch is explained with the
+// fields that differ ("whose Status is STATUS_CANCELLED, whose Type is Read").
+MATCHER_P2(IsCompletion, type, ctx,
+           std::string(negation ? "isn't" : "is") + " a successful " +
+               ::ndksim::OperationTypeString(static_cast<NDK_OPERATION_TYPE>(type)) + " completion of request " +
+               ::testing::PrintToString(static_cast<const void*>(ctx))) {
+  const char* sep = "";
+  if (arg.Status != STATUS_SUCCESS) {
+    *result_listener << sep << "whose Status is " << ::ndksim::StatusString(arg.Status);
+    sep = ", ";
+  }
+  if (arg.Type != static_cast<NDK_OPERATION_TYPE>(type)) {
+    *result_listener << sep << "whose Type is " << ::ndksim::OperationTypeString(arg.Type);
+    sep = ", ";
+  }
+  if (arg.RequestContext != static_cast<const void*>(ctx)) {
+    *result_listener << sep << "whose RequestContext is "
+                     << ::testing::PrintToString(static_cast<const void*>(arg.RequestContext));
+    sep = ", ";
+  }
+  return *sep == '\0';
 }
+
+// Matches an NTSTATUS (a return value of an NDK call, a callback's status) equal to `expected`:
+// "is STATUS_SUCCESS" / "isn't STATUS_SUCCESS", and explains with "which is STATUS_X".
+//   EXPECT_THAT(qp->Dispatch->NdkFlush(qp), IsStatus(STATUS_SUCCESS));
+class IsStatusMatcher {
+ public:
+  using is_gtest_matcher = void;
+  explicit IsStatusMatcher(NTSTATUS expected) : expected_(expected) {}
+  bool MatchAndExplain(NTSTATUS actual, std::ostream* os) const {
+    if (os != nullptr) *os << "which is " << ::ndksim::StatusString(actual);
+    return actual == expected_;
+  }
+  void DescribeTo(std::ostream* os) const { *os << "is " << ::ndksim::StatusString(expected_); }
+  void DescribeNegationTo(std::ostream* os) const { *os << "isn't " << ::ndksim::StatusString(expected_); }
+
+ private:
+  NTSTATUS expected_;
+};
+inline ::testing::Matcher<NTSTATUS> IsStatus(NTSTATUS expected) { return IsStatusMatcher(expected); }
+
+// Predicate-formatters behind EXPECT_STATUS_EQ and EXPECT_NT_SUCCESS (for EXPECT_PRED_FORMAT*).
+inline ::testing::AssertionResult StatusEq(const char* expected_expr, const char* actual_expr, NTSTATUS expected,
+                                           NTSTATUS actual) {
+  if (expected == actual) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "Expected equality of these statuses:\n  " << expected_expr
+                                       << "\n    Which is: " << ::ndksim::StatusString(expected) << "\n  "
+                                       << actual_expr << "\n    Which is: " << ::ndksim::StatusString(actual);
+}
+inline ::testing::AssertionResult NtSuccess(const char* expr, NTSTATUS status) {
+  if (NT_SUCCESS(status)) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "Expected NT_SUCCESS(" << expr << "), but it is "
+                                       << ::ndksim::StatusString(status);
+}
+
+}  // namespace ndksim::testing
+
+// EXPECT_EQ for NTSTATUS values that prints both with names on failure:
+//   Expected equality of these statuses:
+//     STATUS_SUCCESS
+//       Which is: STATUS_SUCCESS
+//     qp->Dispatch->NdkFlush(qp)
+//       Which is: STATUS_INVALID_DEVICE_STATE
+#define EXPECT_STATUS_EQ(expected, actual) EXPECT_PRED_FORMAT2(::ndksim::testing::StatusEq, expected, actual)
+#define ASSERT_STATUS_EQ(expected, actual) ASSERT_PRED_FORMAT2(::ndksim::testing::StatusEq, expected, actual)
+// Expects NT_SUCCESS(expr) (STATUS_SUCCESS, STATUS_PENDING, STATUS_TIMEOUT, ...), naming the
+// status on failure: "Expected NT_SUCCESS(expr), but it is STATUS_INVALID_PARAMETER".
+#define EXPECT_NT_SUCCESS(expr) EXPECT_PRED_FORMAT1(::ndksim::testing::NtSuccess, expr)
+#define ASSERT_NT_SUCCESS(expr) ASSERT_PRED_FORMAT1(::ndksim::testing::NtSuccess, expr)
+
+namespace ndksim::testing {
 
 // Fixture: a connected QP pair on a two-node fabric with the functional (zero-delay) profile by
 // default. Override Config() to change the profile, loopback, depths or limits.
@@ -65,7 +148,14 @@ class ConnectedQpPairTest : public ::testing::Test {
     return c;
   }
   void SetUp() override { pair_ = std::make_unique<QpPair>(Config()); }
-  void TearDown() override { pair_.reset(); }
+  // When the test failed, the fault rules it added are printed with what each did.
+  void TearDown() override {
+    if (HasFailure() && pair_ != nullptr) {
+      const std::string faults = pair_->fabric().DescribeFaults();
+      if (!faults.empty()) std::cout << "Fault rules of this test:\n" << faults;
+    }
+    pair_.reset();
+  }
 
   QpPair& pair() { return *pair_; }
   QpEnd& a() { return pair_->a(); }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Simulated time: integer picoseconds as strong types, and clock domains that turn cycles into time.
 // Nothing in the model reads the wall clock; every timestamp is a TimePoint on SimClock.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Perftest-style workloads on a connected pair: one message in flight (latency) and a stream with a
 // window of messages in flight (post lists, selective signaling, several QPs). ndksim-perf, the
 // calibration tests and the benchmarks measure through this one implementation; a test of your own
@@ -8,7 +9,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "ndksim/harness.h"
 
@@ -34,12 +39,12 @@ class Workload {
   // Receives each side keeps posted ahead for send latency (ib_send_lat's receive depth).
   static constexpr std::size_t kReceiveDepth = 16;
   static constexpr long long kLatencyInlineDefault = 236;
+  // How long a phase waits for a completion before it gives up (simulated time).
+  static constexpr Duration kCompletionLimit = Milliseconds(1000);
 
   // Throws HarnessError if the pair cannot be set up, std::invalid_argument for a bad config.
   explicit Workload(const WorkloadConfig& c) : c_(c) {
-    if (c.qps < 1 || c.window < 1 || c.post_list < 1 || c.signal_every < 1 || c.post_list > c.window) {
-      throw std::invalid_argument("workload: qps, window, post list and signal ratio must be positive, post list <= window");
-    }
+    Validate(c);
     QpPairConfig p;
     p.fabric = c.fabric;
     p.initiator_queue_depth = static_cast<ULONG>(c.window + 1);
@@ -61,7 +66,48 @@ class Workload {
     const std::size_t bytes = std::max<std::size_t>(c.bytes, 1);
     a_buf_ = pair_->a().Register(bytes);
     b_buf_ = pair_->b().Register(bytes);
-    a_rx_ = pair_->a().Register(bytes);
+    // Reads land in a_rx_: where the transport needs it (iWARP), the read sink carries the
+    // READ_SINK right.
+    ULONG sink_flags = NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ | NDK_MR_FLAG_ALLOW_REMOTE_WRITE;
+    if (c.fabric.profile.read_sink_required) sink_flags |= NDK_MR_FLAG_RDMA_READ_SINK;
+    a_rx_ = pair_->a().Register(bytes, sink_flags);
+  }
+
+  // Refuses a configuration this workload cannot run, naming the conflict (std::invalid_argument).
+  // Everything it accepts runs: any number of messages with any QP count, post list, window and
+  // signal ratio within these limits.
+  static void Validate(const WorkloadConfig& c) {
+    const HardwareProfile& p = c.fabric.profile;
+    auto refuse = [](const std::string& why) { throw std::invalid_argument("workload: " + why); };
+    if (c.qps < 1) refuse(fmt::format("qps is {}; it must be at least 1", c.qps));
+    // Each node holds `qps` QPs; the NIC's QP table bounds them.
+    if (static_cast<std::uint64_t>(c.qps) > p.max_qps) {
+      refuse(fmt::format("qps is {}; profile {} holds at most {} QPs per node", c.qps, p.name, p.max_qps));
+    }
+    if (c.window < 1) refuse("the window must be at least 1 request");
+    if (c.post_list < 1) refuse("the post list must be at least 1 request");
+    if (c.signal_every < 1) refuse("the signal ratio must be at least 1 (every request signaled)");
+    if (c.post_list > c.window) {
+      refuse(fmt::format("a post list of {} does not fit in a window of {} requests in flight", c.post_list, c.window));
+    }
+    if (c.window + 1 > p.max_initiator_queue_depth) {
+      refuse(fmt::format("a window of {} needs an initiator queue of {} entries; profile {} allows at most {}", c.window,
+                         c.window + 1, p.name, p.max_initiator_queue_depth));
+    }
+    const std::uint64_t rq = std::max<std::uint64_t>(c.window, 16) + kReceiveDepth + 1;
+    if (rq > p.max_receive_queue_depth) {
+      refuse(fmt::format("a window of {} needs a receive queue of {} entries; profile {} allows at most {}", c.window,
+                         rq, p.name, p.max_receive_queue_depth));
+    }
+    const std::uint64_t cq = 4 * (c.window + 1 + rq) * static_cast<std::uint64_t>(c.qps);
+    if (cq > p.max_cq_depth) {
+      refuse(fmt::format("{} QPs with a window of {} need a CQ of {} entries; profile {} allows at most {}", c.qps,
+                         c.window, cq, p.name, p.max_cq_depth));
+    }
+    if (c.bytes > p.max_transfer_bytes) {
+      refuse(fmt::format("a message of {} bytes is larger than profile {}'s maximum transfer of {} bytes", c.bytes,
+                         p.name, p.max_transfer_bytes));
+    }
   }
 
   Fabric& fabric() { return pair_->fabric(); }
@@ -91,12 +137,17 @@ class Workload {
     return samples;
   }
 
-  // `messages` requests with up to `window` in flight on every QP (round robin, whole post lists
-  // at a time); returns the simulated time from the first post to the last completion.
-  // `progress(done, total)`, if set, is called after each batch of completions.
+  // `messages` requests with up to `window` in flight on every QP; returns the simulated time from
+  // the first post to the last completion. The messages are shared out evenly among the QPs (the
+  // first `messages % qps` QPs take one more), each QP posts whole post lists in turn, and the last
+  // request of every QP is signaled, so every QP's tail completes. `progress(done, total)`, if set,
+  // is called after each batch of completions.
   Duration Stream(std::size_t messages, const std::function<void(std::size_t, std::size_t)>& progress = {}) {
     streaming_ = true;
     const std::size_t nqp = qa_.size();
+    std::vector<std::size_t> quota(nqp, messages / nqp);
+    for (std::size_t q = 0; q < messages % nqp; ++q) ++quota[q];
+    std::vector<std::size_t> posted_on(nqp, 0);
     std::vector<std::size_t> outstanding(nqp, 0);
     std::vector<std::size_t> unsignaled(nqp, 0);
     NDK_RESULT results[64];
@@ -121,13 +172,18 @@ class Workload {
       for (std::size_t tries = 0; tries < nqp && posted < messages; ++tries) {
         const std::size_t q = next_qp;
         next_qp = (next_qp + 1) % nqp;
-        const std::size_t n = std::min(c_.post_list, messages - posted);
-        if (outstanding[q] + n > c_.window) continue;
+        const std::size_t n = std::min(c_.post_list, quota[q] - posted_on[q]);
+        if (n == 0 || outstanding[q] + n > c_.window) continue;
+        // If the QP cannot post its next chain after this one, this chain's last request is
+        // signaled, so that the window opens again.
+        const std::size_t next_n = std::min(c_.post_list, quota[q] - posted_on[q] - n);
+        const bool window_full_after = outstanding[q] + n + next_n > c_.window;
         for (std::size_t k = 0; k < n; ++k) {
           ++unsignaled[q];
-          const bool last_overall = posted + k + 1 == messages;
+          const bool last_of_chain = k + 1 == n;
+          const bool last_on_qp = posted_on[q] + k + 1 == quota[q];
           const bool signal =
-              unsignaled[q] >= c_.signal_every || last_overall || outstanding[q] + k + 1 == c_.window;
+              unsignaled[q] >= c_.signal_every || last_on_qp || (last_of_chain && window_full_after);
           ULONG flags = InlineFlag();
           if (k + 1 < n) flags |= NDK_OP_FLAG_DEFER;
           void* ctx = nullptr;
@@ -140,6 +196,7 @@ class Workload {
           Post(qa_[q], ctx, local, nsge, flags);
         }
         outstanding[q] += n;
+        posted_on[q] += n;
         posted += n;
         progressed = true;
       }
@@ -151,8 +208,8 @@ class Workload {
             got = cq->Dispatch->NdkGetCqResults(cq, results, 64);
             return got > 0;
           },
-          Milliseconds(1000));
-      if (got == 0) throw HarnessError("stream: no completion within 1 ms of simulated time", STATUS_IO_TIMEOUT);
+          kCompletionLimit);
+      if (got == 0) throw HarnessError("stream: waiting 1 s of simulated time for a completion", STATUS_IO_TIMEOUT);
       for (ULONG i = 0; i < got; ++i) {
         Check("stream request", results[i].Status);
         const std::size_t q = TagQp(results[i].RequestContext);
@@ -259,8 +316,8 @@ class Workload {
   }
 
   void Wait(NDK_CQ* cq) {
-    const auto r = pair_->Collect(cq, 1, Milliseconds(1000));
-    if (r.empty()) throw HarnessError("workload: no completion within 1 ms of simulated time", STATUS_IO_TIMEOUT);
+    const auto r = pair_->Collect(cq, 1, kCompletionLimit);
+    if (r.empty()) throw HarnessError("workload: waiting 1 s of simulated time for a completion", STATUS_IO_TIMEOUT);
     Check("workload request", r[0].Status);
   }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Completer: acknowledgement processing, read-response placement, in-order retirement, retries.
 #include "hwmodel/completer.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The completer: consumes acknowledgements and read responses, places read data, retires WQEs in
 // posting order into CQEs, drives retransmission (ACK timeout, RNR retry) and turns transport
 // errors into error completions followed by a flush of the QP.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Completion engine: CQE write-back, overrun, arming and notification.
 #include "hwmodel/completion_engine.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The completion engine: writes CQEs into host CQ rings with the owner bit, detects overrun,
 // evaluates arm requests (ERRORS / SOLICITED / ANY, merged) and raises notifications; flushes
 // receive queues of QPs in error.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One of the NIC's context tables (QPs, CQs, SRQs): entries live in slots, named by identifiers
 // that carry the slot's generation (IdLayout), so a stale identifier never reaches an entry that
 // reuses its slot. Freed slots are handed out again least recently freed first.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The NIC's per-object context entries (its QP and CQ tables). Each block owns one part of a QP's
 // context and touches only that part; blocks tell each other about changes through calls that
 // carry a message ("WQE retired", "reads drained"), never by writing another block's part.
@@ -11,12 +12,14 @@
 #include "hwmodel/nic.h"
 #include "hwmodel/packet.h"
 #include "hwmodel/pcie_link.h"
+#include "ndksim/limits.h"
 
 namespace ndksim::hw {
 
-inline constexpr std::uint32_t kMaxSge = 62;           // segments a WQE may name
-inline constexpr std::uint32_t kMaxInlineBytes = 1024; // inline payload a WQE may carry
-inline constexpr std::uint32_t kDescriptorSlots = 64;  // WQE descriptors a QP may hold on the NIC
+// The architectural limits (include/ndksim/limits.h), by the names the blocks use.
+inline constexpr std::uint32_t kMaxSge = limits::kMaxSge;                    // data segments a WQE may name
+inline constexpr std::uint32_t kMaxInlineBytes = limits::kMaxInlineBytes;    // inline payload a WQE may carry
+inline constexpr std::uint32_t kDescriptorSlots = limits::kDescriptorSlots;  // WQE descriptors a QP may hold
 
 // Life cycle of a send WQE on the NIC. Fetched -> Executing -> AwaitingAck -> Completed -> (freed)
 // in order for one WQE; a read passes through Placing (every response received, the last one's
@@ -112,7 +115,7 @@ struct ReceivePrefetch {
   TimePoint in_flight_lands{};      // ... and arrives then
 };
 
-inline constexpr std::uint32_t kMaxInboundReads = 128;  // IRD a profile may grant (Validate checks it)
+inline constexpr std::uint32_t kMaxInboundReads = limits::kMaxInboundReads;  // IRD a profile may grant
 
 // An inbound read the responder is answering: its responses are read from host memory a packet
 // at a time and leave in PSN order.

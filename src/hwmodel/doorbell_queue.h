@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Bounded lock-free multi-producer single-consumer queue that carries doorbell MMIO writes from
 // many application threads to the one engine thread (DESIGN.md "Host interface", last bullet).
 #pragma once

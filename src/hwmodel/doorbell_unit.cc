@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Doorbell registers: record the newest producer index, charge the QP's processing unit, and hand
 // the QP to WQE fetch (or take the WQE the MMIO write carried).
 #include "hwmodel/doorbell_unit.h"

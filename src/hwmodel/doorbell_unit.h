@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The doorbell unit: per-QP send-queue doorbell registers and the CQ arm register. A doorbell
 // names a producer index, so one doorbell may cover many WQEs (deferred batching).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The clock and event queue block: integer picosecond time, events ordered by (time, priority,
 // insertion sequence) so that ties resolve the same way on every run. Idle time is skipped.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The fabric harness: owns simulated time, the network and the nodes (host + NIC + driver), and
 // drives the event loop in stepped mode.
 #include "ndksim/fabric.h"
@@ -5,6 +6,7 @@
 #include <arpa/inet.h>
 
 #include <cstring>
+#include <ostream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -13,6 +15,7 @@
 #include "hwmodel/host.h"
 #include "hwmodel/nic.h"
 #include "hwmodel/port.h"
+#include "ndksim/names.h"
 #include "provider/driver.h"
 #include "provider/qp.h"
 
@@ -20,6 +23,8 @@ namespace ndksim {
 
 struct Node::Impl {
   std::string name;
+  std::uint32_t index = 0;
+  std::vector<std::string> addresses;
   std::unique_ptr<hw::Host> host;
   std::unique_ptr<hw::Nic> nic;
   std::unique_ptr<provider::Driver> driver;
@@ -29,6 +34,32 @@ Node::Node(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Node::~Node() = default;
 
 std::string_view Node::Name() const { return impl_->name; }
+std::uint32_t Node::Index() const { return impl_->index; }
+const std::vector<std::string>& Node::Addresses() const { return impl_->addresses; }
+
+SOCKADDR_INET Node::SocketAddress(USHORT port, ADDRESS_FAMILY family, ULONG* length) const {
+  if (family != AF_INET && family != AF_INET6) {
+    throw ConfigurationError(fmt::format("node {}: address family {} is neither AF_INET nor AF_INET6", impl_->name,
+                                         family));
+  }
+  SOCKADDR_INET a;
+  std::memset(&a, 0, sizeof a);
+  for (const std::string& text : impl_->addresses) {
+    if (family == AF_INET && inet_pton(AF_INET, text.c_str(), &a.Ipv4.sin_addr) == 1) {
+      a.Ipv4.sin_family = AF_INET;
+      a.Ipv4.sin_port = htons(port);
+      if (length != nullptr) *length = sizeof(SOCKADDR_IN);
+      return a;
+    }
+    if (family == AF_INET6 && inet_pton(AF_INET6, text.c_str(), &a.Ipv6.sin6_addr) == 1) {
+      a.Ipv6.sin6_family = AF_INET6;
+      a.Ipv6.sin6_port = htons(port);
+      if (length != nullptr) *length = sizeof(SOCKADDR_IN6);
+      return a;
+    }
+  }
+  throw ConfigurationError(fmt::format("node {} has no {} address", impl_->name, family == AF_INET ? "IPv4" : "IPv6"));
+}
 
 NTSTATUS Node::OpenAdapter(NDK_VERSION version, NDK_ADAPTER** adapter) {
   return impl_->driver->OpenAdapter(version, adapter);
@@ -100,6 +131,8 @@ Node& Fabric::AddNode(const NodeConfig& config) {
   auto impl = std::make_unique<Node::Impl>();
   impl->name = config.name.empty() ? "node" + std::to_string(impl_->nodes.size()) : config.name;
   const auto id = static_cast<hw::NodeId>(impl_->nodes.size());
+  impl->index = id;
+  impl->addresses = config.addresses;
   std::vector<hw::NetworkAddress> addresses;
   for (const std::string& text : config.addresses) {
     const hw::NetworkAddress a = ParseAddress(text);
@@ -113,6 +146,7 @@ Node& Fabric::AddNode(const NodeConfig& config) {
   impl_->network.Attach(*impl->nic);
   impl->driver = std::make_unique<provider::Driver>(*impl->nic, *impl->host, impl_->tracer,
                                                    impl_->config.async_completion, impl_->config.seed);
+  impl_->tracer.Requests().SetNodeName(id, impl->name);  // the node's process in the request trace
   impl_->nodes.push_back(std::make_unique<Node>(std::move(impl)));
   return *impl_->nodes.back();
 }
@@ -132,7 +166,7 @@ std::uint32_t Fabric::AddFault(const FaultRule& rule) {
   if (!errors.empty()) throw ConfigurationError(fmt::format("invalid fault rule: {}", fmt::join(errors, "; ")));
   hw::FaultInjector& faults = impl_->network.Faults();
   const std::uint32_t id = faults.Add(rule);
-  if (rule.point == FaultPoint::kAdapter) {
+  if (rule.Point() == FaultPoint::kAdapter) {
     // Not a hook on traffic: one event at `from` asks the rule (still active, in its window).
     Impl* impl = impl_.get();
     const std::uint32_t node = *rule.match.node;
@@ -176,18 +210,69 @@ std::uint64_t Fabric::RunFor(Duration d) {
   return n;
 }
 
-bool Fabric::RunUntil(const std::function<bool()>& done, Duration limit) {
+RunResult Fabric::RunUntil(const std::function<bool()>& done, Duration limit) {
   const TimePoint end = impl_->events.Now() + limit;
+  auto stop = [&](RunStop otherwise) { return RunResult{done() ? RunStop::kDone : otherwise}; };
   for (;;) {
-    if (done()) return true;
+    if (done()) return RunResult{RunStop::kDone};
     impl_->DrainDoorbells();
-    if (impl_->events.Empty()) return done();
+    if (impl_->events.Empty()) return stop(RunStop::kIdle);
     if (impl_->events.NextTime() > end) {
       impl_->events.AdvanceTo(end);
-      return done();
+      return stop(RunStop::kTimeLimit);
     }
     impl_->events.RunOne();
   }
+}
+
+FaultRule& FaultRule::At(const Node& node) {
+  match.node = node.Index();
+  return *this;
+}
+
+FaultRule& FaultRule::OnQp(const Node& node, NDK_QP* qp) {
+  const std::optional<std::uint32_t> qpn = node.QpNumber(qp);
+  if (!qpn) throw ConfigurationError(fmt::format("fault rule: the QP is not a QP of node {}", node.Name()));
+  match.node = node.Index();
+  match.qpn = *qpn;
+  return *this;
+}
+
+FaultRule& FaultRule::OnLinkOf(const Node& node) {
+  match.link_of = node.Index();
+  return *this;
+}
+
+FaultRule LinkDown(const Node& node, TimePoint from, TimePoint until) { return LinkDown(node.Index(), from, until); }
+
+FaultRule FailAdapter(const Node& node, TimePoint at) {
+  FaultRule r;
+  r.action = FaultAction::kFailAdapter;
+  r.match.node = node.Index();
+  r.from = at;
+  return r;
+}
+
+std::string_view Name(RunStop stop) {
+  switch (stop) {
+    case RunStop::kDone: return "done";
+    case RunStop::kIdle: return "idle";
+    case RunStop::kTimeLimit: return "time limit";
+  }
+  return "?";
+}
+
+std::ostream& operator<<(std::ostream& os, const RunResult& r) { return os << Name(r.stop); }
+
+std::string Fabric::DescribeFaults() const {
+  const hw::FaultInjector& faults = impl_->network.Faults();
+  std::string out;
+  for (std::uint32_t id = 0; id < faults.Count(); ++id) {
+    const FaultStats st = faults.Stats(id);
+    out += fmt::format("fault {}: {}: fired {} of {} considered\n", id, ToString(faults.Rule(id)), st.fired,
+                       st.considered);
+  }
+  return out;
 }
 
 }  // namespace ndksim

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fault rules: validation, matching, seeded decisions, counting and tracing.
 #include "hwmodel/fault_injector.h"
 
@@ -61,18 +62,15 @@ std::uint64_t SplitMix64(std::uint64_t* state) {
 
 std::vector<std::string> Validate(const FaultRule& rule) {
   std::vector<std::string> errors;
-  if (rule.point > FaultPoint::kAdapter) errors.emplace_back("point: not a fault point");
   if (rule.action > FaultAction::kFailAdapter) {
     errors.emplace_back("action: not a fault action");
-  } else if (PointOf(rule.action) != rule.point) {
-    errors.emplace_back("action: does not act at this point (drop, corrupt and delay act at kWire, lose at "
-                        "kDoorbell, force-rnr at kReceiveWqe, invalidate-token at kRemoteAccess, overrun at "
-                        "kCqeWrite, fail-dma at kPayloadRead, fail-adapter at kAdapter)");
+    return errors;
   }
-  if (rule.point == FaultPoint::kAdapter && !rule.match.node) errors.emplace_back("match.node: kAdapter needs a node");
-  if (rule.point == FaultPoint::kAdapter && rule.match.qpn) errors.emplace_back("match.qpn: not for kAdapter");
-  if (rule.point != FaultPoint::kWire && (rule.match.link_of || rule.match.packet != PacketClass::kAny)) {
-    errors.emplace_back("match: link_of and packet apply to kWire only");
+  const FaultPoint point = rule.Point();
+  if (point == FaultPoint::kAdapter && !rule.match.node) errors.emplace_back("match.node: fail-adapter needs a node");
+  if (point == FaultPoint::kAdapter && rule.match.qpn) errors.emplace_back("match.qpn: not for fail-adapter");
+  if (point != FaultPoint::kWire && (rule.match.link_of || rule.match.packet != PacketClass::kAny)) {
+    errors.emplace_back("match: link_of and packet apply to wire actions (drop, corrupt, delay) only");
   }
   if (rule.match.packet > PacketClass::kReadResponse) errors.emplace_back("match.packet: not a packet class");
   if (!(rule.probability > 0.0 && rule.probability <= 1.0)) errors.emplace_back("probability: must be in (0, 1]");
@@ -89,7 +87,6 @@ std::vector<std::string> Validate(const FaultRule& rule) {
 
 FaultRule LinkDown(std::uint32_t node, TimePoint from, TimePoint until) {
   FaultRule r;
-  r.point = FaultPoint::kWire;
   r.action = FaultAction::kDrop;
   r.match.link_of = node;
   r.from = from;
@@ -97,6 +94,53 @@ FaultRule LinkDown(std::uint32_t node, TimePoint from, TimePoint until) {
   r.count = kEveryTime;
   return r;
 }
+
+FaultRule& FaultRule::Of(PacketClass packets) {
+  match.packet = packets;
+  return *this;
+}
+FaultRule& FaultRule::Times(std::uint64_t n) {
+  count = n;
+  return *this;
+}
+FaultRule& FaultRule::Always() {
+  count = kEveryTime;
+  return *this;
+}
+FaultRule& FaultRule::After(std::uint64_t events) {
+  skip = events;
+  return *this;
+}
+FaultRule& FaultRule::WithProbability(double p) {
+  probability = p;
+  return *this;
+}
+FaultRule& FaultRule::Between(TimePoint start, TimePoint end) {
+  from = start;
+  until = end;
+  return *this;
+}
+
+namespace {
+FaultRule RuleFor(FaultAction action) {
+  FaultRule r;
+  r.action = action;
+  return r;
+}
+}  // namespace
+
+FaultRule DropPackets(PacketClass packets) { return RuleFor(FaultAction::kDrop).Of(packets); }
+FaultRule CorruptPackets(PacketClass packets) { return RuleFor(FaultAction::kCorrupt).Of(packets); }
+FaultRule DelayPackets(Duration delay, PacketClass packets) {
+  FaultRule r = RuleFor(FaultAction::kDelay).Of(packets);
+  r.delay = delay;
+  return r;
+}
+FaultRule LoseDoorbells() { return RuleFor(FaultAction::kLose); }
+FaultRule ForceRnr() { return RuleFor(FaultAction::kForceRnr); }
+FaultRule InvalidateTokenInFlight() { return RuleFor(FaultAction::kInvalidateToken); }
+FaultRule OverrunCq() { return RuleFor(FaultAction::kOverrun); }
+FaultRule FailDmaRead() { return RuleFor(FaultAction::kFailDma); }
 
 }  // namespace ndksim
 
@@ -123,13 +167,13 @@ bool FaultInjector::Remove(std::uint32_t id) {
 void FaultInjector::Rearm() {
   armed_ = 0;
   for (const Slot& s : rules_) {
-    if (s.active) armed_ |= 1u << static_cast<unsigned>(s.rule.point);
+    if (s.active) armed_ |= 1u << static_cast<unsigned>(s.rule.Point());
   }
 }
 
 bool FaultInjector::Matches(const Slot& s, FaultPoint point, const FaultEvent& e, TimePoint now) const {
   const FaultRule& r = s.rule;
-  if (!s.active || r.point != point || now < r.from || now >= r.until) return false;
+  if (!s.active || r.Point() != point || now < r.from || now >= r.until) return false;
   if (s.stats.fired >= r.count) return false;
   const FaultMatch& m = r.match;
   if (m.node && *m.node != e.node) return false;

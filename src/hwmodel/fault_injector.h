@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The fault injector block: the rules of include/ndksim/faults.h and the decision each hook point
 // asks for. One injector serves the whole fabric (it lives with the network). A hook first tests
 // Armed(point), one load, so an unused point costs nothing more.
@@ -35,6 +36,8 @@ class FaultInjector {
   bool Remove(std::uint32_t id);             // false for an unknown id
   bool Known(std::uint32_t id) const { return id < rules_.size(); }
   FaultStats Stats(std::uint32_t id) const { return rules_.at(id).stats; }
+  const FaultRule& Rule(std::uint32_t id) const { return rules_.at(id).rule; }
+  std::uint32_t Count() const { return static_cast<std::uint32_t>(rules_.size()); }
 
   bool Armed(FaultPoint point) const { return (armed_ >> static_cast<unsigned>(point)) & 1u; }
   // The rule that acts on `event` at `point`, or nullptr; counts and traces the decision.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The host side of a node as a driver sees it: interrupt delivery, timers and deferred procedure
 // calls. These are OS services; the NIC uses only RaiseInterrupt, the driver only the rest.
 #pragma once

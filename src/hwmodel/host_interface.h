@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The host interface: what the RNIC defines and a driver programs against. WQE and CQE formats,
 // the rings in host memory, doorbells, event-queue entries and the identifiers the NIC hands out.
 // The provider and the hardware model share nothing else.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The RNIC: context tables, the command interface, error entry and the event queue to the host.
 #include "hwmodel/nic.h"
 

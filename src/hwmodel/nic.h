@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The RNIC: owns the hardware blocks and the NIC's context tables, and exposes what a driver can
 // touch: MMIO doorbells and a synchronous command interface for control operations. The NIC never
 // calls the driver; it reaches the host only through DMA into host memory and interrupts.

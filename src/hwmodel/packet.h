@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Packets of the reliable-connection transport as they cross the wire, and the PSN arithmetic.
 // Header fields follow the InfiniBand/RoCE base and extended transport headers in spirit (BTH,
 // RETH, AETH); the byte layout is not modelled, only the per-packet overhead bytes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // PCIe link timing: fixed latency per transaction plus serialization of TLPs, read tags.
 #include "hwmodel/pcie_link.h"
 

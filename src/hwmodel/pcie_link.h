@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The PCIe link between host and NIC: MMIO doorbell writes (host -> NIC), DMA reads (requests up,
 // completions with data down) and posted DMA writes (NIC -> host). Each kind of traffic is a
 // timeline of booked transfers (LinkDirection), so transfers queue behind each other and bandwidth

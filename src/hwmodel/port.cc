@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Port serialization, wire propagation, switch hop and loopback.
 #include "hwmodel/port.h"
 
@@ -101,7 +102,14 @@ TimePoint Port::Transmit(std::uint32_t id) {
       case FaultAction::kDelay:
         arrival += rule->delay;
         break;
-      default:
+      case FaultAction::kLose:
+      case FaultAction::kForceRnr:
+      case FaultAction::kInvalidateToken:
+      case FaultAction::kOverrun:
+      case FaultAction::kFailDma:
+      case FaultAction::kFailAdapter:
+        // A rule acts only at its action's hook point (FaultRule::Point), and these do not act here.
+        NDKSIM_CHECK(!"a non-wire fault action reached the wire hook");
         break;
     }
   }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Port, wire and fabric: a NIC's port serializes packets at the link rate; the network carries them
 // to the destination node after the propagation delay (and a switch hop when nodes meet at a
 // switch). Packets live in a pool shared by the fabric so steady-state traffic does not allocate.

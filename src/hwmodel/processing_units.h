@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The NIC's processing units: the engines that parse WQEs, handle doorbells and serve inbound
 // reads. Each is a server with a busy-until time. A QP is always served by the same unit, so its
 // work stays in order, while QPs on different units proceed in parallel (Kalia et al., "Design

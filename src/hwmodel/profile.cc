@@ -1,7 +1,12 @@
+// SPDX-License-Identifier: MIT
 // Hardware profile presets and their validation.
 #include "ndksim/profile.h"
 
+#include <string>
+
 #include <fmt/format.h>
+
+#include "ndksim/limits.h"
 
 namespace ndksim {
 
@@ -55,30 +60,42 @@ std::vector<std::string> Validate(const HardwareProfile& p) {
                       p.mtu_bytes == 2048 || p.mtu_bytes == 4096;
   require(mtu_ok, "mtu_bytes", "must be 256, 512, 1024, 2048 or 4096");
   require(p.ack_timeout > zero, "ack_timeout", "must be positive");
-  require(p.retry_count <= 7, "retry_count", "must be 0..7 (a 3-bit field of the QP context)");
+  require(p.retry_count <= limits::kMaxRetryCount, "retry_count",
+          fmt::format("must be 0..{} (a 3-bit field of the QP context)", limits::kMaxRetryCount));
   require(p.rnr_delay >= zero, "rnr_delay", "must not be negative");
-  require(p.rnr_retry_count <= 7, "rnr_retry_count", "must be 0..7 (a 3-bit field of the QP context)");
+  require(p.rnr_retry_count <= limits::kMaxRetryCount, "rnr_retry_count",
+          fmt::format("must be 0..{} (a 3-bit field of the QP context)", limits::kMaxRetryCount));
   require(p.management_latency >= zero, "management_latency", "must not be negative");
   require(p.max_registration_bytes > 0, "max_registration_bytes", "must be positive");
   require(p.max_window_bytes > 0, "max_window_bytes", "must be positive");
-  require(p.frmr_page_count >= 16, "frmr_page_count", "must be at least 16 (NDK requirement)");
-  require(p.max_initiator_sge >= 1 && p.max_initiator_sge <= 62, "max_initiator_sge", "must be 1..62");
-  require(p.max_receive_sge >= 1 && p.max_receive_sge <= 64, "max_receive_sge", "must be 1..64");
+  require(p.frmr_page_count >= limits::kMinFastRegisterPages, "frmr_page_count",
+          fmt::format("must be at least {} (NDK requirement)", limits::kMinFastRegisterPages));
+  const std::string sge_range = fmt::format("must be 1..{} (a WQE's data segments)", limits::kMaxSge);
+  require(p.max_initiator_sge >= 1 && p.max_initiator_sge <= limits::kMaxSge, "max_initiator_sge", sge_range);
+  require(p.max_receive_sge >= 1 && p.max_receive_sge <= limits::kMaxSge, "max_receive_sge", sge_range);
   require(p.max_read_sge >= 1 && p.max_read_sge <= p.max_initiator_sge, "max_read_sge",
           "must be 1..max_initiator_sge");
   require(p.max_transfer_bytes > 0, "max_transfer_bytes", "must be positive");
-  require(p.max_inline_bytes <= 1024, "max_inline_bytes", "must be at most 1024");
-  require(p.max_inbound_read_limit >= 1 && p.max_inbound_read_limit <= 128, "max_inbound_read_limit",
-          "must be 1..128 (reads a QP's responder can queue)");
+  require(p.max_inline_bytes <= limits::kMaxInlineBytes, "max_inline_bytes",
+          fmt::format("must be at most {}", limits::kMaxInlineBytes));
+  require(p.max_inbound_read_limit >= 1 && p.max_inbound_read_limit <= limits::kMaxInboundReads,
+          "max_inbound_read_limit",
+          fmt::format("must be 1..{} (reads a QP's responder can queue)", limits::kMaxInboundReads));
   require(p.max_outbound_read_limit >= 1, "max_outbound_read_limit", "must be at least 1");
   require(p.max_receive_queue_depth >= 1, "max_receive_queue_depth", "must be at least 1");
   require(p.max_initiator_queue_depth >= 1, "max_initiator_queue_depth", "must be at least 1");
-  require(p.max_cq_depth >= 1 && p.max_cq_depth <= (1u << 24), "max_cq_depth", "must be 1..2^24");
-  require(p.max_caller_data <= 512, "max_caller_data", "must be at most 512");
-  require(p.max_callee_data <= 512, "max_callee_data", "must be at most 512");
-  require(p.max_qps >= 1 && p.max_qps < (1u << 23), "max_qps", "must be 1..2^23-1 (24-bit QPNs)");
-  require(p.max_cqs >= 1 && p.max_cqs < (1u << 23), "max_cqs", "must be 1..2^23-1 (CQ and SRQ numbers)");
-  require(p.max_mrs >= 1 && p.max_mrs < (1u << 24), "max_mrs", "must be 1..2^24-1 (24-bit token index)");
+  require(p.max_cq_depth >= 1 && p.max_cq_depth <= limits::kMaxCqDepth, "max_cq_depth",
+          fmt::format("must be 1..{}", limits::kMaxCqDepth));
+  require(p.max_caller_data <= limits::kMaxPrivateData, "max_caller_data",
+          fmt::format("must be at most {}", limits::kMaxPrivateData));
+  require(p.max_callee_data <= limits::kMaxPrivateData, "max_callee_data",
+          fmt::format("must be at most {}", limits::kMaxPrivateData));
+  require(p.max_qps >= 1 && p.max_qps <= limits::kMaxQps, "max_qps",
+          fmt::format("must be 1..{} (24-bit QPNs with a generation)", limits::kMaxQps));
+  require(p.max_cqs >= 1 && p.max_cqs <= limits::kMaxCqs, "max_cqs",
+          fmt::format("must be 1..{} (CQ and SRQ numbers)", limits::kMaxCqs));
+  require(p.max_mrs >= 1 && p.max_mrs <= limits::kMaxMrs, "max_mrs",
+          fmt::format("must be 1..{} (24-bit token index)", limits::kMaxMrs));
   return errors;
 }
 

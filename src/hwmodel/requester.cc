@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Requester pipeline: processing unit (fence, ORD, local translation, PSNs), segmenter (MTU
 // packets, per-packet payload DMA, staging) and in-order transmission.
 #include "hwmodel/requester.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The requester: turns fetched WQEs into packets. A QP's WQEs pass in order through its processing
 // unit (fence and ORD checks, local translation, PSN assignment) and then the segmenter, which
 // cuts messages into MTU packets, reads each packet's payload by DMA as it goes (so the first

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Responder: request validation in the transport's order, data placement by DMA, read responses.
 #include "hwmodel/responder.h"
 

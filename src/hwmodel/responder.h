@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The responder: checks incoming request packets in the transport's order (QP state, PSN, opcode
 // sequence, then per operation: receive WQE, length, token, rights, range) and places their data,
 // answers reads within the inbound read limit (IRD), and acknowledges.

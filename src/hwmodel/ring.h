@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Single-producer single-consumer ring of fixed-size slots in "host memory": the shape of the SQ,
 // RQ and SRQ work queues shared between the provider (producer) and the simulated RNIC (consumer).
 // See DESIGN.md "Host interface" and STYLE.md point 18.

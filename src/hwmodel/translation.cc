@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Memory token table, the protection check in the order of the numbered checks, and the memory
 // operations (fast register, bind, invalidate) that make entries valid or invalid.
 #include "hwmodel/translation.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Translation and protection: the NIC's table of memory tokens. Every DMA the NIC does on behalf of
 // a token goes through Check(), which applies the checks in a fixed order, one outcome per check.
 // Entries are registered regions, fast-register regions (a page list), memory windows bound inside

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // WQE fetch: burst DMA of WQEs and their parsing into descriptors.
 #include "hwmodel/wqe_fetch.h"
 

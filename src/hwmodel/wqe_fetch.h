@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // WQE fetch: DMA-reads send-queue WQEs from the host ring into the QP's on-NIC descriptors, as
 // many as one doorbell covers and free descriptors allow, in one burst.
 #pragma once

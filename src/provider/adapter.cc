@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The NDK_ADAPTER: its dispatch table, NdkQueryAdapterInfo, the create calls that hang objects off
 // it, and the object lifetime rules of ref §4.4 (pending close, successors, adapter close).
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include "provider/cq.h"
 #include "provider/driver.h"
 #include "provider/memory.h"
+#include "provider/qp.h"
 
 namespace ndksim::provider {
 
@@ -181,6 +183,13 @@ void Adapter::Destroy(Object& object) {
 void Adapter::CloseAll() {
   RunQueuedCompletions();
   closing_all_ = true;
+  // A connector of another adapter object of this node may hold one of our QPs (the edge crosses
+  // adapter objects): that connection ends first, so every QP here can close.
+  for (auto& [serial, object] : objects_) {
+    if (object->Type() != NdkObjectTypeQp) continue;
+    Connector* holder = static_cast<Qp&>(*object).BoundConnector();
+    if (holder != nullptr && &holder->GetAdapter() != this) holder->LoseQp();
+  }
   // Successors before antecedents (ref §4.4 edges): connectors hold QPs and listeners, QPs hold
   // PDs and CQs, MRs hold PDs.
   static constexpr std::array kOrder = {NdkObjectTypeConnector, NdkObjectTypeListener,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Socket-address conversion and the CM message codec (layout documented in cm_protocol.h).
 #include "provider/cm_protocol.h"
 

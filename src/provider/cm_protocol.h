@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The connection-management protocol two drivers speak over management datagrams: socket
 // addresses as the NIC routes them, and the REQ/REP/RTU/REJ/DREQ/DREP messages with their
 // fixed little-endian wire format.

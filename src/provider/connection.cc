@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Connection management in the driver (ref §3.18, §4.6): the connector state machine, listeners,
 // and the node's CM agent that binds local endpoints and routes CM datagrams.
 #include "provider/connection.h"
@@ -550,7 +551,9 @@ void Connector::CancelPendingRequests() {
 NTSTATUS Connector::CheckQp(NDK_QP* ndk_qp, Qp** out) const {
   if (ndk_qp == nullptr) return STATUS_INVALID_PARAMETER;
   Qp& qp = Qp::From(ndk_qp);
-  if (&qp.GetAdapter() != &GetAdapter()) return STATUS_INVALID_PARAMETER;
+  // Adapter objects are handles to one RNIC, and consumers often open one per socket: a QP of any
+  // adapter object of this node will do. A QP of another node's RNIC will not.
+  if (&qp.GetDriver() != &GetDriver()) return STATUS_INVALID_PARAMETER;
   // One connection per QP, ever (ref §3.18: a disconnected QP cannot be reused).
   if (qp.BoundConnector() != nullptr || qp.Connected()) return STATUS_CONNECTION_ACTIVE;
   *out = &qp;
@@ -1009,6 +1012,15 @@ void Connector::OnConnectionAbort() {
     default:
       return;  // our own disconnect is under way, or nothing to tell
   }
+}
+
+void Connector::LoseQp() {
+  const bool was_connected = state_ == State::kConnected;
+  OnCloseRequested();  // tells the peer, breaks the QP in the NIC, ends the state machine
+  ReleaseQp();
+  qp_connected_in_nic_ = false;
+  CancelPendingRequests();
+  if (was_connected) IndicateDisconnect();  // last
 }
 
 void Connector::OnMessage(const CmMessage& m) {

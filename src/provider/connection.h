@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Connection management: connectors and listeners (NDK_CONNECTOR, NDK_LISTENER) and the node's
 // CM agent that owns local endpoints and routes CM datagrams (cm_protocol.h) to them.
 #pragma once
@@ -82,6 +83,11 @@ class Connector final : public Object {
   // ---- CM events (interrupt path / timers) ----
   void OnMessage(const CmMessage& message);
   void OnConnectionAbort();
+  // The QP this connector uses belongs to another adapter object of the node, and that adapter is
+  // being closed: the connection ends as if this connector were closed (the peer is told), the QP
+  // is let go, a pending request completes with STATUS_CANCELLED and a connected consumer gets its
+  // disconnect event. The connector stays open until its own consumer closes it.
+  void LoseQp();
 
   // ---- Object ----
   void OnCloseRequested() override;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // NDK_CQ: creation, the CQ dispatch table, and the poll path that turns CQEs into NDK results
 // without locks or allocation (DESIGN.md "CQ ring").
 #include "provider/cq.h"

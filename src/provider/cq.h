@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Completion queues (NDK_CQ): the CQE ring in host memory, the lock-free poll that turns CQEs
 // into NDK_RESULT(_EX), arming, and delivery of notifications to the consumer.
 #pragma once

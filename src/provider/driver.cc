@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The per-node driver: adapter open/close, the interrupt service routine and the DPC that drains
 // the event queue and dispatches its entries, identifier tables, doorbells and deferred work.
 #include "provider/driver.h"

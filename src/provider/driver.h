@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The driver of one simulated node's RNIC: opens and closes NDK adapters, owns the event queue and
 // the interrupt/DPC path that drains it, the tables that map NIC identifiers (QPN, CQ number,
 // memory token) back to provider objects, and the deferred-work service (DPCs and timers).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A lock-free lookup table for the NIC's 24-bit identifiers (QPNs, CQ numbers, memory-token
 // indexes): fixed-size chunks created on the control path and read without locks on hot paths.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // NDK_PD, NDK_MR and NDK_MW: protection domains and their privileged token, memory registration and
 // fast-register regions (ref §3.15), memory windows (ref §3.6), and the driver's table of
 // registrations used by the posting path.
@@ -322,6 +323,11 @@ void Mr::FastRegisterPosted(hw::MemoryKey key, std::uint64_t address, std::uint6
   driver.Memory().Revoke(key_);
   key_ = key;
   driver.Memory().Publish(key, pd_.Number(), address, length, access);
+}
+
+hw::MemoryKey Mr::FastRegisterKey() const {
+  if (!GetDriver().Profile().rotate_fast_register_keys) return key_;
+  return hw::MemoryKey::Make(key_.Index(), static_cast<std::uint8_t>(key_.KeyByte() + 1));
 }
 
 void Mr::InvalidatePosted() { GetDriver().Memory().Revoke(key_); }

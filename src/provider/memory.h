@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Protection domains and memory regions (NDK_PD, NDK_MR), and the driver's table of registered
 // memory that lets the posting path check local SGEs inline.
 #pragma once
@@ -128,8 +129,9 @@ class Mr final : public Object {
   NTSTATUS InitializeFastRegister(ULONG page_count, BOOLEAN remote_access);
   std::uint32_t PageCapacity() const { return page_capacity_; }
   bool RemoteAccess() const { return remote_access_; }
-  // The token the next fast register installs (a new key byte, same index).
-  hw::MemoryKey NextKey() const { return hw::MemoryKey::Make(key_.Index(), static_cast<std::uint8_t>(key_.KeyByte() + 1)); }
+  // The token the next fast register installs: the same one, or with the profile's
+  // rotate_fast_register_keys a new key byte on the same index.
+  hw::MemoryKey FastRegisterKey() const;
   // A fast register was posted: its token is the MR's token from now on (ref §3.7).
   void FastRegisterPosted(hw::MemoryKey key, std::uint64_t address, std::uint64_t length, std::uint32_t access);
   // An invalidate was posted: local posts with the token fail inline from now on.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // NDK object wrappers: the handle that carries an NDK_* struct to the consumer and back, the base
 // every provider object shares (lifetime, antecedent/successor edges of ref §4.4), and the adapter
 // that owns the objects created through it.

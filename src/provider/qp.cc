@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // NDK_QP: creation, the QP dispatch table and the posting path, mlx5-shaped (STYLE 17):
 // validate -> build the WQE in its ring slot with small segment builders -> record the request
 // context by slot -> one release store of the producer index -> one doorbell per batch.
@@ -533,7 +534,7 @@ NTSTATUS FastRegister(NDK_QP* ndk, PVOID context, NDK_MR* ndk_mr, ULONG page_cou
   Mr& mr = Mr::From(ndk_mr);
   std::uint64_t* list = qp.PageListFor(page_count);
   for (ULONG i = 0; i < page_count; ++i) list[i] = static_cast<std::uint64_t>(pages[i].QuadPart);
-  const hw::MemoryKey key = mr.NextKey();
+  const hw::MemoryKey key = mr.FastRegisterKey();
   const auto address = reinterpret_cast<std::uint64_t>(base);
   const std::uint32_t access = OpAccessBits(flags);
   qp.PostMemory({.opcode = hw::WqeOpcode::kFastRegister,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Queue pairs (NDK_QP): the send and receive rings in host memory and the posting path that
 // builds WQEs in them (validate -> build in the slot -> record context -> publish -> doorbell).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // NDK_SRQ: creation, the SRQ dispatch table, NdkSrqReceive (the same WQE format and ring as a
 // QP's receive queue) and the limit notification (ref §3.16).
 #include "provider/srq.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared receive queues (NDK_SRQ, ref §3.16): the receive ring in host memory that every QP
 // created with NdkCreateQpWithSrq draws from, its posting path, and the limit notification.
 #pragma once

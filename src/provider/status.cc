@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tables mapping hardware outcomes to NTSTATUS; each has one entry per enumerator, checked by size.
 #include "provider/status.h"
 

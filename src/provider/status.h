@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The one place where hardware outcomes become NTSTATUS (DESIGN.md "Errors: four kinds"): the
 // completion syndrome of a CQE, the status of a NIC command and the status of a CQ error event.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The DESIGN.md invariant "no heap allocation on the posting and completion hot paths", checked by
 // counting every operator new while a posting or polling call runs. This binary replaces the
 // global allocation functions, so it is built apart from the main suite.

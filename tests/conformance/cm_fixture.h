@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared by the connection and lifetime conformance tests: two nodes with an adapter, CQ and PD
 // each, socket-address helpers, and recorders for the NDK completion callbacks. Everything goes
 // through the dispatch tables, as consumer code does.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Conformance: connection management (ref §3.18, §4.6, §7 "Connect state machine",
 // "Disconnect") and version negotiation (ref §1.1). One rule per test, named after the rule.
 #include <gtest/gtest.h>
@@ -134,6 +135,60 @@ TEST_F(Connections, ConnectFromAPortInUseIsSharingViolation) {
   fabric_.RunUntilIdle();
   EXPECT_EQ(connect.calls, 0);
   EXPECT_TRUE(incoming_.empty());
+}
+
+// ---- QPs of other adapter objects ------------------------------------------------------------
+// Adapter objects are handles to one RNIC (consumers often open one per socket): a connector takes
+// a QP of any adapter object of its own node, and refuses only a QP of another node.
+
+class ConnectionsAcrossAdapterObjects : public Connections {
+ protected:
+  // A second adapter object of `side`'s node, with its own CQ and PD (the fabric closes it).
+  Side Another(const Side& side) {
+    Side other;
+    Open(other, *side.node, side.v4, side.v6);
+    return other;
+  }
+  // a -> b over `qa` and `qb`, with a's and b's first adapter objects' connectors.
+  void Connect(NDK_QP* qa, NDK_QP* qb) {
+    ListenOnB(kPort);
+    NDK_CONNECTOR* active = nullptr;
+    NDK_CONNECTOR* passive = nullptr;
+    Establish(kPort, qa, qb, &active, &passive);
+  }
+};
+
+TEST_F(ConnectionsAcrossAdapterObjects, AcceptTakesAQpOfAnotherAdapterObjectOfTheSameNode) {
+  Side b2 = Another(b_);
+  Connect(a_.NewQp(), b2.NewQp());
+  EXPECT_FALSE(HasFatalFailure());
+}
+
+TEST_F(ConnectionsAcrossAdapterObjects, ConnectTakesAQpOfAnotherAdapterObjectOfTheSameNode) {
+  Side a2 = Another(a_);
+  Connect(a2.NewQp(), b_.NewQp());  // a_'s connector, a2's QP
+  EXPECT_FALSE(HasFatalFailure());
+}
+
+TEST_F(ConnectionsAcrossAdapterObjects, ClosingTheQpsAdapterObjectEndsTheConnectionAnotherAdapterHolds) {
+  Side a2 = Another(a_);
+  Connect(a2.NewQp(), b_.NewQp());
+  ASSERT_FALSE(HasFatalFailure());
+  a_.node->CloseAdapter(a2.adapter);  // a_'s connector still holds a2's QP
+  fabric_.RunUntilIdle();
+  EXPECT_EQ(a_.disconnects, 1);  // the connection a_'s connector held has ended
+  EXPECT_EQ(b_.disconnects, 1);  // and the peer was told
+}
+
+TEST_F(Connections, AcceptWithAQpOfAnotherNodeIsInvalidParameter) {
+  ListenOnB(kPort);
+  Request& connect = Req();
+  Request& accept = Req();
+  ASSERT_EQ(Connect(a_.NewConnector(), a_.NewQp(), &connect, kPort), STATUS_PENDING);
+  NDK_CONNECTOR* passive = RunUntilIncoming();
+  EXPECT_EQ(Accept(passive, a_.NewQp(), &accept), STATUS_INVALID_PARAMETER);
+  fabric_.RunUntilIdle();
+  EXPECT_EQ(accept.calls, 0);
 }
 
 TEST_F(Connections, ListenOnAnAddressOfAnotherAdapterIsInvalidAddress) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Conformance: asynchronous completion (ref §3.0, §4.5) and object lifetime (ref §4.4): the
 // PENDING path of every create delivers the object only through the callback, requests and
 // closes pend with exactly one callback, antecedent closes wait for successors, nothing is called

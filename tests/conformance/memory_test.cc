@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Conformance: memory operations — send with invalidate (ref §3.2), memory windows (§3.6), fast
 // register (§3.7), invalidate (§3.8), privileged token and LAMs (§2.2, §2.3, §3.15), the memory
 // flags of §1.4/§1.5 (read sink, read-local-invalidate, DEFER §4.3). One rule per test.
@@ -403,7 +404,7 @@ TEST_F(Memory, RemoteTokenIsAvailableWhenFastRegisterReturns) {
   ASSERT_EQ(FastRegister(b(), nullptr, mr, {pages.Page(0)}, 0, PAGE_SIZE, base, NDK_OP_FLAG_ALLOW_REMOTE_WRITE),
             STATUS_SUCCESS);
   const UINT32 token = Token(mr);
-  EXPECT_NE(token, before);
+  EXPECT_EQ(token, before);  // the token read after initialisation (keys rotate only when the profile says so)
   EXPECT_EQ(LocalToken(mr), token);
   auto src = a().Register(64);
   std::memset(src->Data(), 9, 64);
@@ -510,18 +511,22 @@ TEST_F(Memory, InvalidateOfAFastRegisteredMrCompletesWithTypeInvalidateAndKillsT
               HasStatus(STATUS_ACCESS_VIOLATION));
 }
 
-TEST_F(Memory, FastRegisterAgainAfterInvalidateGivesANewToken) {
+TEST_F(Memory, TheTokenReadAfterInitializeStaysValidAcrossFastRegisterCycles) {
+  // Consumers read the token once, after NdkInitializeFastRegisterMr, and cache it.
   Pages pages(1);
-  NDK_MR* mr = RegisteredFrMr(pages, {pages.Page(0)}, 0, PAGE_SIZE);
-  const UINT32 first = Token(mr);
-  ASSERT_EQ(Invalidate(b(), nullptr, &mr->Header), STATUS_SUCCESS);
+  NDK_MR* mr = NewFrMr(b(), 1, TRUE);
+  const UINT32 cached = Token(mr);
   const auto base = static_cast<std::uint64_t>(pages.Page(0).QuadPart);
-  ASSERT_EQ(FastRegister(b(), nullptr, mr, {pages.Page(0)}, 0, 64, base, NDK_OP_FLAG_ALLOW_REMOTE_WRITE),
-            STATUS_SUCCESS);
-  EXPECT_NE(Token(mr), first);
-  EXPECT_THAT(pair().Collect(b().initiator_cq, 2), ElementsAre(Succeeded(), Succeeded()));
   auto src = a().Register(64);
-  EXPECT_THAT(WriteTo(*src, base, Token(mr), 8), Succeeded());
+  for (int cycle = 0; cycle < 3; ++cycle) {
+    ASSERT_EQ(FastRegister(b(), nullptr, mr, {pages.Page(0)}, 0, 64, base, NDK_OP_FLAG_ALLOW_REMOTE_WRITE),
+              STATUS_SUCCESS);
+    EXPECT_EQ(Token(mr), cached);
+    EXPECT_THAT(pair().Collect(b().initiator_cq, 1), ElementsAre(Succeeded()));
+    EXPECT_THAT(WriteTo(*src, base, cached, 8), Succeeded()) << "cycle " << cycle;
+    ASSERT_EQ(Invalidate(b(), nullptr, &mr->Header), STATUS_SUCCESS);
+    EXPECT_THAT(pair().Collect(b().initiator_cq, 1), ElementsAre(Succeeded()));
+  }
 }
 
 TEST_F(Memory, InvalidateOfAnNdkRegisterMrIsInvalidDeviceRequestInline) {
@@ -798,6 +803,53 @@ TEST_F(MemoryOnIWarp, PrivilegedTokenBuffersAreNotReadSinks) {
   s.MemoryRegionToken = privileged;
   ASSERT_EQ(a().Read(nullptr, {&s, 1}, remote->Address(), remote->RemoteToken()), STATUS_SUCCESS);
   EXPECT_THAT(pair().Collect(a().initiator_cq, 1), ElementsAre(HasStatus(STATUS_ACCESS_VIOLATION)));
+}
+
+}  // namespace
+}  // namespace ndksim::conformance
+
+namespace ndksim::conformance {
+namespace {
+
+// The opt-in profile capability: every fast register installs a new key byte.
+class MemoryWithKeyRotation : public Memory {
+ protected:
+  QpPairConfig Config() const override {
+    QpPairConfig c = Memory::Config();
+    c.fabric.profile.rotate_fast_register_keys = true;
+    return c;
+  }
+  // An FR MR of b registered, invalidated and registered again at `base`; `first` is the token of
+  // its first registration.
+  NDK_MR* RegisteredTwice(Pages& pages, UINT32* first, std::uint64_t* base) {
+    NDK_MR* mr = RegisteredFrMr(pages, {pages.Page(0)}, 0, PAGE_SIZE);
+    *first = Token(mr);
+    EXPECT_EQ(Invalidate(b(), nullptr, &mr->Header), STATUS_SUCCESS);
+    *base = static_cast<std::uint64_t>(pages.Page(0).QuadPart);
+    EXPECT_EQ(FastRegister(b(), nullptr, mr, {pages.Page(0)}, 0, 64, *base, NDK_OP_FLAG_ALLOW_REMOTE_WRITE),
+              STATUS_SUCCESS);
+    EXPECT_THAT(pair().Collect(b().initiator_cq, 2), ElementsAre(Succeeded(), Succeeded()));
+    return mr;
+  }
+};
+
+TEST_F(MemoryWithKeyRotation, FastRegisterAgainAfterInvalidateGivesANewToken) {
+  Pages pages(1);
+  UINT32 first = 0;
+  std::uint64_t base = 0;
+  NDK_MR* mr = RegisteredTwice(pages, &first, &base);
+  EXPECT_NE(Token(mr), first);
+  auto src = a().Register(64);
+  EXPECT_THAT(WriteTo(*src, base, Token(mr), 8), Succeeded());
+}
+
+TEST_F(MemoryWithKeyRotation, TheOldTokenNoLongerReachesTheNewRegistration) {
+  Pages pages(1);
+  UINT32 first = 0;
+  std::uint64_t base = 0;
+  RegisteredTwice(pages, &first, &base);
+  auto src = a().Register(64);
+  EXPECT_THAT(WriteTo(*src, base, first, 8), HasStatus(STATUS_ACCESS_VIOLATION));
 }
 
 }  // namespace

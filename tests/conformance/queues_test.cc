@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Conformance: queues and completions (ndk-reference §3.9-3.14, §3.16, §4.1, §4.2, §4.7 and the §7
 // lines "CQE routing", "Flush", "Arm", "CQ overrun", "Creates", "Error propagation"), plus SRQs.
 // Every test goes through the NDK dispatch tables only.

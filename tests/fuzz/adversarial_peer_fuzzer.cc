@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libFuzzer harness: node b attacks node a's memory with current, stale and random tokens and
 // addresses; every outcome is checked against an exact model of what a's registrations, fast-register
 // regions and memory windows grant, and a's whole arena (guard bytes included) against a shadow copy.
@@ -321,6 +322,7 @@ class AdversarialPeer {
 
   FuzzInput& in_;
   std::string_view profile_name_;
+  bool rotate_keys_ = false;
   // Declared before the pair, so they outlive it: a pending close's callback names a Region.
   std::unique_ptr<std::byte, FreeDeleter> allocation_;
   std::vector<std::byte> shadow_;
@@ -348,6 +350,7 @@ class AdversarialPeer {
 AdversarialPeer::AdversarialPeer(FuzzInput& in, const QpPairConfig& config)
     : in_(in),
       profile_name_(config.fabric.profile.name),
+      rotate_keys_(config.fabric.profile.rotate_fast_register_keys),
       allocation_(static_cast<std::byte*>(std::aligned_alloc(kPageBytes, kAllocationBytes))),
       shadow_(kAllocationBytes),
       pair_(config) {
@@ -718,7 +721,9 @@ void AdversarialPeer::FastRegister() {
   NDKSIM_PEER_CHECK(posted != STATUS_SUCCESS || s == STATUS_SUCCESS);
   if (s != STATUS_SUCCESS) return;
   const UINT32 token = fr->mr->Dispatch->NdkGetRemoteTokenFromMr(fr->mr);
-  NDKSIM_PEER_CHECK(token != fr->token);  // ref §3.7: a new key, so the old token is stale
+  // With rotating keys each registration has a new token, so an old one is stale; by default the
+  // token read after initialisation stays the MR's token.
+  NDKSIM_PEER_CHECK(rotate_keys_ ? token != fr->token : token == fr->token);
   fr->token = token;
   fr->valid = true;
   fr->base = base;
@@ -1081,6 +1086,8 @@ QpPairConfig ConfigFrom(FuzzInput& in) {
     default: config.fabric.profile = profiles::kFunctional; break;
   }
   config.fabric.seed = 1 + std::uint64_t{in.Integral<std::uint8_t>()};
+  // Both token behaviours of fast registers: stable (the default) and rotating keys.
+  config.fabric.profile.rotate_fast_register_keys = config.fabric.seed % 2 == 0;
   config.fabric.async_completion = AsyncCompletion::kInline;
   // Small queues: a step has at most two requests in flight.
   config.cq_depth = 256;

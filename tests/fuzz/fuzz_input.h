@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reads a fuzzer's input bytes as a stream of choices. Every read succeeds: past the end of the
 // input it returns the smallest choice (0, false, the low end of a range, an empty span), so a
 // short input is simply a short program. Used by every harness in tests/fuzz.

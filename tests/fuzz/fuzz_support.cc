@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the harnesses share beyond fuzz_input.h: reporting a broken invariant.
 #include <cstdio>
 #include <cstdlib>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Feeds NDK structures and connection private data to the provider as raw bytes: bad input must get
 // an NTSTATUS and change nothing, good input must round-trip exactly. The first input byte picks a
 // sub-harness (CM wire format, socket addresses, hostile node, connect path, adapter queries/LAMs).
@@ -449,7 +450,7 @@ class TestFabric {
   Request& NewRequest() { return requests_.emplace_back(); }
   // Connectors the listener handed out, oldest first; the caller takes them.
   std::vector<NDK_CONNECTOR*>& Incoming() { return incoming_; }
-  bool Run(const std::function<bool()>& done) { return fabric_.RunUntil(done, kStepLimit); }
+  bool Run(const std::function<bool()>& done) { return static_cast<bool>(fabric_.RunUntil(done, kStepLimit)); }
   void RunBriefly() { fabric_.RunFor(Microseconds(10)); }  // far below the 1 ms step timeout
 
   NDK_LISTENER* ListenOnB(const SocketAddress& at) {

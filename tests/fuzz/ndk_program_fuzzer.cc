@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fuzzes programs of NDK calls on a small two-node fabric (random profile, table sizes, async mode
 // and fault rules) and checks the provider's promises as the program runs: exactly one completion
 // per successful post, on the right CQ with the right contexts and type, none for an inline
@@ -815,7 +816,6 @@ class Program {
                                                FaultAction::kOverrun, FaultAction::kFailDma, FaultAction::kFailAdapter};
     FaultRule rule;
     rule.action = kActions[in_.Pick(std::size(kActions))];
-    rule.point = PointOf(rule.action);
     rule.match.node = static_cast<std::uint32_t>(in_.Pick(2));
     if (rule.action == FaultAction::kDrop || rule.action == FaultAction::kCorrupt || rule.action == FaultAction::kDelay) {
       rule.match.packet = static_cast<PacketClass>(in_.Pick(4));

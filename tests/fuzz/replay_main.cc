@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Runs a harness over checked-in inputs (its seed corpus and the inputs fuzzing once broke it), so
 // the regular test suite replays them with any compiler, without libFuzzer.
 // Usage: <replay binary> DIR_OR_FILE...
