@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-/* §1.1 versions ({Major, Minor}):
+/* NDK versions ({Major, Minor}):
  *   1.0  what a consumer may ask for when opening; the provider answers with its highest 1.x
  *   1.1  Server 2012 / NDIS 6.30: base interface
  *   1.2  Server 2012 R2 / NDIS 6.40: NdkSendAndInvalidate, NdkGetCqResultsEx, NDK_RESULT_EX,
@@ -31,9 +31,9 @@ typedef struct _NDK_VERSION {
     USHORT Major;
     USHORT Minor;
 } NDK_VERSION;
-static_assert(sizeof(NDK_VERSION) == 4, "§2.1");
+static_assert(sizeof(NDK_VERSION) == 4, "NDK_VERSION x64 layout");
 
-/* §1.7: NDK_ADAPTER_INFO.AdapterFlags. */
+/* NDK_ADAPTER_INFO.AdapterFlags. */
 #define NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED 0x00000001
 #define NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED 0x00000002
 #define NDK_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED 0x00000004
@@ -42,7 +42,7 @@ static_assert(sizeof(NDK_VERSION) == 4, "§2.1");
 #define NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED 0x00000100
 #define NDK_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED 0x00010000
 
-/* §1.8 */
+/* NDK_ADAPTER_INFO.RdmaTechnology (newer ndkinfo.h only). */
 typedef enum _NDK_RDMA_TECHNOLOGY {
     NdkUndefined = 0,
     NdkiWarp = 1,
@@ -52,7 +52,7 @@ typedef enum _NDK_RDMA_TECHNOLOGY {
     NdkMaxTechnology = 5
 } NDK_RDMA_TECHNOLOGY;
 
-/* §2.5: capability record returned by NdkQueryAdapterInfo. */
+/* Capability record returned by NdkQueryAdapterInfo. */
 typedef struct _NDK_ADAPTER_INFO {
     NDK_VERSION Version;
     UINT32 VendorId;
@@ -77,29 +77,37 @@ typedef struct _NDK_ADAPTER_INFO {
     ULONG AdapterFlags; /* NDK_ADAPTER_FLAG_* */
     NDK_RDMA_TECHNOLOGY RdmaTechnology;
 } NDK_ADAPTER_INFO;
-static_assert(offsetof(NDK_ADAPTER_INFO, Version) == 0x00, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, VendorId) == 0x04, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, DeviceId) == 0x08, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxRegistrationSize) == 0x10, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxWindowSize) == 0x18, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, FRMRPageCount) == 0x20, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxInitiatorRequestSge) == 0x24, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxReceiveRequestSge) == 0x28, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxReadRequestSge) == 0x2C, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxTransferLength) == 0x30, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxInlineDataSize) == 0x34, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxInboundReadLimit) == 0x38, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxOutboundReadLimit) == 0x3C, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxReceiveQueueDepth) == 0x40, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxInitiatorQueueDepth) == 0x44, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxSrqDepth) == 0x48, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxCqDepth) == 0x4C, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, LargeRequestThreshold) == 0x50, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxCallerData) == 0x54, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, MaxCalleeData) == 0x58, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, AdapterFlags) == 0x5C, "§2.5");
-static_assert(offsetof(NDK_ADAPTER_INFO, RdmaTechnology) == 0x60, "§2.5");
-static_assert(sizeof(NDK_ADAPTER_INFO) == 0x68, "§2.5");
+static_assert(offsetof(NDK_ADAPTER_INFO, Version) == 0x00, "NDK_ADAPTER_INFO x64 layout");
+static_assert(offsetof(NDK_ADAPTER_INFO, VendorId) == 0x04, "NDK_ADAPTER_INFO x64 layout");
+static_assert(offsetof(NDK_ADAPTER_INFO, DeviceId) == 0x08, "NDK_ADAPTER_INFO x64 layout");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxRegistrationSize) == 0x10,
+              "NDK_ADAPTER_INFO x64 layout");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxWindowSize) == 0x18, "NDK_ADAPTER_INFO x64 layout");
+static_assert(offsetof(NDK_ADAPTER_INFO, FRMRPageCount) == 0x20, "NDK_ADAPTER_INFO x64 layout");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxInitiatorRequestSge) == 0x24,
+              "NDK_ADAPTER_INFO x64 layout");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxReceiveRequestSge) == 0x28,
+              "NDK_ADAPTER_INFO x64 layout");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxReadRequestSge) == 0x2C, "NDK_ADAPTER_INFO x64 layout");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxTransferLength) == 0x30, "NDK_ADAPTER_INFO x64 layout");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxInlineDataSize) == 0x34, "NDK_ADAPTER_INFO x64 layout");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxInboundReadLimit) == 0x38,
+              "NDK_ADAPTER_INFO x64 layout");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxOutboundReadLimit) == 0x3C,
+              "NDK_ADAPTER_INFO x64 layout");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxReceiveQueueDepth) == 0x40,
+              "NDK_ADAPTER_INFO x64 layout");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxInitiatorQueueDepth) == 0x44,
+              "NDK_ADAPTER_INFO x64 layout");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxSrqDepth) == 0x48, "NDK_ADAPTER_INFO x64 layout");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxCqDepth) == 0x4C, "NDK_ADAPTER_INFO x64 layout");
+static_assert(offsetof(NDK_ADAPTER_INFO, LargeRequestThreshold) == 0x50,
+              "NDK_ADAPTER_INFO x64 layout");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxCallerData) == 0x54, "NDK_ADAPTER_INFO x64 layout");
+static_assert(offsetof(NDK_ADAPTER_INFO, MaxCalleeData) == 0x58, "NDK_ADAPTER_INFO x64 layout");
+static_assert(offsetof(NDK_ADAPTER_INFO, AdapterFlags) == 0x5C, "NDK_ADAPTER_INFO x64 layout");
+static_assert(offsetof(NDK_ADAPTER_INFO, RdmaTechnology) == 0x60, "NDK_ADAPTER_INFO x64 layout");
+static_assert(sizeof(NDK_ADAPTER_INFO) == 0x68, "NDK_ADAPTER_INFO x64 layout");
 
 #ifdef __cplusplus
 } /* extern "C" */

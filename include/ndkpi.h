@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* ndkpi.h - the NDKPI surface (NDK 1.1 .. 2.1) that ndksim providers implement and consumers call,
- * rebuilt for g++/clang on x86-64 Linux from ndk-reference.md sections 1, 2 and 5.
+ * rebuilt for g++/clang on x86-64 Linux from Microsoft's public NDK reference pages, a copy of the
+ * Windows ndkpi.h, the x64 type layouts in the Windows debug symbols, and mingw-w64's ntstatus.h.
  * Names, values and x64 layouts match Windows; every layout fact is pinned by a static_assert. */
 #ifndef NDKSIM_NDKPI_H_
 #define NDKSIM_NDKPI_H_
@@ -11,7 +12,9 @@
 #include <assert.h> /* C11 static_assert */
 #endif
 
-/* Every layout below is the x64 one (§2); the 32-bit layouts differ (§2.4, §6 item 12). */
+/* Every layout below is the x64 one. The 32-bit layouts differ: on x86, NDK_RESULT_EX is 0x18 bytes
+ * before NDK 2.1, and the 2.1 ProviderErrorCode field moves TypeSpecificCompletionOutput, so the
+ * x86 2.0 and 2.1 layouts are incompatible. */
 static_assert(sizeof(void *) == 8, "ndksim supports the x64 NDK layout only");
 
 #include "ndksim/wdk_types.h" /* the Windows base types, unless the consumer supplies them */
@@ -22,7 +25,7 @@ extern "C" {
 
 
 /* ------------------------------------------------------------------------------------------------
- * §5: NTSTATUS / NDIS_STATUS values (mingw-w64 ntstatus.h numbering). Guarded so a platform
+ * NTSTATUS / NDIS_STATUS values (mingw-w64 ntstatus.h numbering). Guarded so a platform
  * header that already has them wins.
  * ---------------------------------------------------------------------------------------------- */
 #ifndef STATUS_SUCCESS
@@ -70,7 +73,7 @@ extern "C" {
 #define STATUS_DATA_OVERRUN ((NTSTATUS)0xC000003CL)
 #endif
 #ifndef STATUS_DATA_ERROR
-#define STATUS_DATA_ERROR ((NTSTATUS)0xC000003EL) /* §4.7: used by no NDK/NDSPI doc */
+#define STATUS_DATA_ERROR ((NTSTATUS)0xC000003EL) /* no NDK or user-mode ND document uses it */
 #endif
 #ifndef STATUS_SHARING_VIOLATION
 #define STATUS_SHARING_VIOLATION ((NTSTATUS)0xC0000043L)
@@ -112,10 +115,10 @@ extern "C" {
 #define STATUS_ADDRESS_ALREADY_EXISTS ((NTSTATUS)0xC000020AL)
 #endif
 #ifndef STATUS_CONNECTION_DISCONNECTED
-#define STATUS_CONNECTION_DISCONNECTED ((NTSTATUS)0xC000020CL) /* consumer side only (§4.7) */
+#define STATUS_CONNECTION_DISCONNECTED ((NTSTATUS)0xC000020CL) /* consumer side only */
 #endif
 #ifndef STATUS_CONNECTION_RESET
-#define STATUS_CONNECTION_RESET ((NTSTATUS)0xC000020DL) /* §4.7: used by no NDK doc */
+#define STATUS_CONNECTION_RESET ((NTSTATUS)0xC000020DL) /* no NDK document uses it */
 #endif
 #ifndef STATUS_CONNECTION_REFUSED
 #define STATUS_CONNECTION_REFUSED ((NTSTATUS)0xC0000236L)
@@ -142,7 +145,7 @@ extern "C" {
 #define STATUS_IMPLEMENTATION_LIMIT ((NTSTATUS)0xC000042BL)
 #endif
 
-/* OPEN_NDK_ADAPTER_HANDLER results (§1.9). */
+/* OPEN_NDK_ADAPTER_HANDLER results. */
 #ifndef NDIS_STATUS_SUCCESS
 #define NDIS_STATUS_SUCCESS ((NDIS_STATUS)STATUS_SUCCESS)
 #endif
@@ -167,11 +170,11 @@ extern "C" {
 #endif
 
 /* ------------------------------------------------------------------------------------------------
- * §1 constants
+ * Constants
  * ---------------------------------------------------------------------------------------------- */
 
 
-/* §1.2 */
+/* The ObjectType of a live object's header is never NdkObjectTypeUndefined. */
 typedef enum _NDK_OBJECT_TYPE {
     NdkObjectTypeUndefined = 0,
     NdkObjectTypeAdapter = 1,
@@ -186,9 +189,9 @@ typedef enum _NDK_OBJECT_TYPE {
     NdkObjectTypeSrq = 10,
     NdkObjectTypeMax = 11
 } NDK_OBJECT_TYPE;
-static_assert(sizeof(NDK_OBJECT_TYPE) == 4, "§2.1: ObjectType is 4 bytes");
+static_assert(sizeof(NDK_OBJECT_TYPE) == 4, "NDK_OBJECT_HEADER.ObjectType is 4 bytes");
 
-/* §1.3: NDK_RESULT_EX.Type. Values are bit-like, not sequential; ReceiveAndInvalidate keeps the
+/* NDK_RESULT_EX.Type. Values are bit-like, not sequential; ReceiveAndInvalidate keeps the
  * Receive bit so `Type & NdkOperationTypeReceive` matches both receive kinds. */
 typedef enum _NDK_OPERATION_TYPE {
     NdkOperationTypeReceive = 0x0001,
@@ -200,9 +203,9 @@ typedef enum _NDK_OPERATION_TYPE {
     NdkOperationTypeRead = 0x0020,
     NdkOperationTypeWrite = 0x0040
 } NDK_OPERATION_TYPE;
-static_assert(sizeof(NDK_OPERATION_TYPE) == 4, "§2.4: Type is 4 bytes");
+static_assert(sizeof(NDK_OPERATION_TYPE) == 4, "NDK_RESULT_EX.Type is 4 bytes");
 
-/* §1.4: work-request Flags. Not the user-mode ND_OP_FLAG_* numbers. */
+/* Work-request Flags. Not the user-mode ND_OP_FLAG_* numbers. */
 #define NDK_OP_FLAG_SILENT_SUCCESS 0x00000001
 #define NDK_OP_FLAG_READ_FENCE 0x00000002
 #define NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT 0x00000004
@@ -211,25 +214,28 @@ static_assert(sizeof(NDK_OPERATION_TYPE) == 4, "§2.4: Type is 4 bytes");
 /* Includes the LOCAL_WRITE bit: test with (Flags & 0x30) == 0x30, not a plain AND. */
 #define NDK_OP_FLAG_ALLOW_REMOTE_WRITE 0x00000030
 #define NDK_OP_FLAG_INLINE 0x00000040
-#define NDK_OP_FLAG_RDMA_READ_SINK 0x00000080 /* fast-register; §6 item 2 */
-/* §6 item 1: the NdkRead page shows 0x200 for both of the next two; the header has 0x100. */
+/* Fast-register only. The NdkFastRegister page requires it in its remarks but leaves it out of
+ * its flag table. */
+#define NDK_OP_FLAG_RDMA_READ_SINK 0x00000080
+/* The NdkRead page shows 0x200 for both of the next two; the Windows header has 0x100 for
+ * RDMA_READ_LOCAL_INVALIDATE, and every other page agrees DEFER is 0x200. */
 #define NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE 0x00000100 /* NDK >= 1.2 */
 #define NDK_OP_FLAG_DEFER 0x00000200                      /* NDK >= 1.2 */
 
-/* §1.5: NdkRegisterMr Flags. REMOTE_WRITE again carries the LOCAL_WRITE bit. */
+/* NdkRegisterMr Flags. REMOTE_WRITE again carries the LOCAL_WRITE bit. */
 #define NDK_MR_FLAG_ALLOW_LOCAL_READ 0x00000000 /* implicit, always granted */
 #define NDK_MR_FLAG_ALLOW_LOCAL_WRITE 0x00000001
 #define NDK_MR_FLAG_ALLOW_REMOTE_READ 0x00000002
 #define NDK_MR_FLAG_ALLOW_REMOTE_WRITE 0x00000005
 #define NDK_MR_FLAG_RDMA_READ_SINK 0x00000008
 
-/* §1.6: NdkArmCq Type. */
+/* NdkArmCq Type. */
 #define NDK_CQ_NOTIFY_ERRORS 0
 #define NDK_CQ_NOTIFY_ANY 1
 #define NDK_CQ_NOTIFY_SOLICITED 2
 
 
-/* §1.9: registry keywords. Windows wraps them in NDIS_STRING_CONST; ndksim has no registry,
+/* Registry keywords. Windows wraps them in NDIS_STRING_CONST; ndksim has no registry,
  * so they are plain strings. */
 #define NETWORK_DIRECT_KEYWORD "*NetworkDirect"
 #define NETWORK_DIRECT_GLOBAL_FLAGS_KEYWORD "*NetworkDirectGlobalFlags"
@@ -237,7 +243,7 @@ static_assert(sizeof(NDK_OPERATION_TYPE) == 4, "§2.4: Type is 4 bytes");
 #define NDIS_NDK_PROVIDER_CHARACTERISTICS_REVISION_1 1
 
 /* ------------------------------------------------------------------------------------------------
- * §2.1-2.5: common records
+ * Common records
  * ---------------------------------------------------------------------------------------------- */
 typedef struct _NDK_ADAPTER NDK_ADAPTER;
 typedef struct _NDK_CQ NDK_CQ;
@@ -254,18 +260,19 @@ typedef struct _NDK_LISTENER NDK_LISTENER;
 typedef struct _NDK_OBJECT_HEADER_RESERVED_BLOCK {
     PVOID rf[4];
 } NDK_OBJECT_HEADER_RESERVED_BLOCK;
-static_assert(sizeof(NDK_OBJECT_HEADER_RESERVED_BLOCK) == 0x20, "§2.1");
+static_assert(sizeof(NDK_OBJECT_HEADER_RESERVED_BLOCK) == 0x20,
+              "NDK_OBJECT_HEADER_RESERVED_BLOCK x64 layout");
 
-/* Version = negotiated version, ObjectType non-zero (§2.1 provider duties). */
+/* The provider sets Version to the negotiated version and ObjectType to a non-zero type. */
 typedef struct _NDK_OBJECT_HEADER {
     NDK_VERSION Version;
     NDK_OBJECT_TYPE ObjectType;
     NDK_OBJECT_HEADER_RESERVED_BLOCK NdkReserved;
 } NDK_OBJECT_HEADER;
-static_assert(offsetof(NDK_OBJECT_HEADER, Version) == 0x00, "§2.1");
-static_assert(offsetof(NDK_OBJECT_HEADER, ObjectType) == 0x04, "§2.1");
-static_assert(offsetof(NDK_OBJECT_HEADER, NdkReserved) == 0x08, "§2.1");
-static_assert(sizeof(NDK_OBJECT_HEADER) == 0x28, "§2.1");
+static_assert(offsetof(NDK_OBJECT_HEADER, Version) == 0x00, "NDK_OBJECT_HEADER x64 layout");
+static_assert(offsetof(NDK_OBJECT_HEADER, ObjectType) == 0x04, "NDK_OBJECT_HEADER x64 layout");
+static_assert(offsetof(NDK_OBJECT_HEADER, NdkReserved) == 0x08, "NDK_OBJECT_HEADER x64 layout");
+static_assert(sizeof(NDK_OBJECT_HEADER) == 0x28, "NDK_OBJECT_HEADER x64 layout");
 
 /* Dispatch points to a table whose type only the extension's GUID identifies. */
 typedef struct _NDK_EXTENSION_INTERFACE {
@@ -274,7 +281,7 @@ typedef struct _NDK_EXTENSION_INTERFACE {
 
 typedef PHYSICAL_ADDRESS NDK_LOGICAL_ADDRESS;
 
-/* §2.2: the union holds a logical address when MemoryRegionToken is the PD's privileged token,
+/* The union holds a logical address when MemoryRegionToken is the PD's privileged token,
  * otherwise a virtual address inside the registered MR that owns the token. */
 typedef struct _NDK_SGE {
     union {
@@ -284,35 +291,38 @@ typedef struct _NDK_SGE {
     ULONG Length;
     UINT32 MemoryRegionToken;
 } NDK_SGE;
-static_assert(offsetof(NDK_SGE, Length) == 0x08, "§2.2");
-static_assert(offsetof(NDK_SGE, MemoryRegionToken) == 0x0C, "§2.2");
-static_assert(sizeof(NDK_SGE) == 0x10, "§2.2");
+static_assert(offsetof(NDK_SGE, Length) == 0x08, "NDK_SGE x64 layout");
+static_assert(offsetof(NDK_SGE, MemoryRegionToken) == 0x0C, "NDK_SGE x64 layout");
+static_assert(sizeof(NDK_SGE) == 0x10, "NDK_SGE x64 layout");
 
-/* §2.3: variable length; a LAM of N pages needs
+/* Variable length; a LAM of N pages needs
  * offsetof(NDK_LOGICAL_ADDRESS_MAPPING, AdapterPageArray) + N * sizeof(NDK_LOGICAL_ADDRESS). */
 typedef struct _NDK_LOGICAL_ADDRESS_MAPPING {
     PVOID AdapterContext; /* provider-private */
     ULONG AdapterPageCount;
     NDK_LOGICAL_ADDRESS AdapterPageArray[1]; /* really AdapterPageCount entries */
 } NDK_LOGICAL_ADDRESS_MAPPING;
-static_assert(offsetof(NDK_LOGICAL_ADDRESS_MAPPING, AdapterPageCount) == 0x08, "§2.3");
-static_assert(offsetof(NDK_LOGICAL_ADDRESS_MAPPING, AdapterPageArray) == 0x10, "§2.3");
-static_assert(sizeof(NDK_LOGICAL_ADDRESS_MAPPING) == 0x18, "§2.3");
+static_assert(offsetof(NDK_LOGICAL_ADDRESS_MAPPING, AdapterPageCount) == 0x08,
+              "NDK_LOGICAL_ADDRESS_MAPPING x64 layout");
+static_assert(offsetof(NDK_LOGICAL_ADDRESS_MAPPING, AdapterPageArray) == 0x10,
+              "NDK_LOGICAL_ADDRESS_MAPPING x64 layout");
+static_assert(sizeof(NDK_LOGICAL_ADDRESS_MAPPING) == 0x18,
+              "NDK_LOGICAL_ADDRESS_MAPPING x64 layout");
 
-/* §2.4 */
+/* Completion record returned by NdkGetCqResults. */
 typedef struct _NDK_RESULT {
     NTSTATUS Status;
     ULONG BytesTransferred; /* defined for receive completions only */
     PVOID QPContext;
     PVOID RequestContext;
 } NDK_RESULT;
-static_assert(offsetof(NDK_RESULT, BytesTransferred) == 0x04, "§2.4");
-static_assert(offsetof(NDK_RESULT, QPContext) == 0x08, "§2.4");
-static_assert(offsetof(NDK_RESULT, RequestContext) == 0x10, "§2.4");
-static_assert(sizeof(NDK_RESULT) == 0x18, "§2.4");
+static_assert(offsetof(NDK_RESULT, BytesTransferred) == 0x04, "NDK_RESULT x64 layout");
+static_assert(offsetof(NDK_RESULT, QPContext) == 0x08, "NDK_RESULT x64 layout");
+static_assert(offsetof(NDK_RESULT, RequestContext) == 0x10, "NDK_RESULT x64 layout");
+static_assert(sizeof(NDK_RESULT) == 0x18, "NDK_RESULT x64 layout");
 
-/* §2.4, NDK 2.1 layout: ProviderErrorCode fills what was padding on x64, so the size and the
- * other offsets are the same as 1.2/2.0 (not so on x86, §6 item 12). */
+/* NDK 2.1 layout: ProviderErrorCode fills what was padding on x64, so the size and the
+ * other offsets are the same as 1.2/2.0 (not so on x86, where it moves the last field). */
 typedef struct _NDK_RESULT_EX {
     NTSTATUS Status;
     ULONG BytesTransferred;
@@ -323,18 +333,19 @@ typedef struct _NDK_RESULT_EX {
     /* For ReceiveAndInvalidate: the invalidated token in the low 32 bits. */
     ULONG_PTR TypeSpecificCompletionOutput;
 } NDK_RESULT_EX;
-static_assert(offsetof(NDK_RESULT_EX, Status) == 0x00, "§2.4");
-static_assert(offsetof(NDK_RESULT_EX, BytesTransferred) == 0x04, "§2.4");
-static_assert(offsetof(NDK_RESULT_EX, QPContext) == 0x08, "§2.4");
-static_assert(offsetof(NDK_RESULT_EX, RequestContext) == 0x10, "§2.4");
-static_assert(offsetof(NDK_RESULT_EX, Type) == 0x18, "§2.4");
-static_assert(offsetof(NDK_RESULT_EX, ProviderErrorCode) == 0x1C, "§2.4");
-static_assert(offsetof(NDK_RESULT_EX, TypeSpecificCompletionOutput) == 0x20, "§2.4");
-static_assert(sizeof(NDK_RESULT_EX) == 0x28, "§2.4");
+static_assert(offsetof(NDK_RESULT_EX, Status) == 0x00, "NDK_RESULT_EX x64 layout");
+static_assert(offsetof(NDK_RESULT_EX, BytesTransferred) == 0x04, "NDK_RESULT_EX x64 layout");
+static_assert(offsetof(NDK_RESULT_EX, QPContext) == 0x08, "NDK_RESULT_EX x64 layout");
+static_assert(offsetof(NDK_RESULT_EX, RequestContext) == 0x10, "NDK_RESULT_EX x64 layout");
+static_assert(offsetof(NDK_RESULT_EX, Type) == 0x18, "NDK_RESULT_EX x64 layout");
+static_assert(offsetof(NDK_RESULT_EX, ProviderErrorCode) == 0x1C, "NDK_RESULT_EX x64 layout");
+static_assert(offsetof(NDK_RESULT_EX, TypeSpecificCompletionOutput) == 0x20,
+              "NDK_RESULT_EX x64 layout");
+static_assert(sizeof(NDK_RESULT_EX) == 0x28, "NDK_RESULT_EX x64 layout");
 
 
 /* ------------------------------------------------------------------------------------------------
- * §2.7: consumer callbacks. All run at <= DISPATCH_LEVEL, so in ndksim they must not block.
+ * Consumer callbacks. All run at <= DISPATCH_LEVEL, so in ndksim they must not block.
  * ---------------------------------------------------------------------------------------------- */
 typedef VOID (*NDK_FN_CLOSE_COMPLETION)(PVOID Context);
 typedef VOID (*NDK_FN_REQUEST_COMPLETION)(PVOID Context, NTSTATUS Status);
@@ -349,11 +360,12 @@ typedef VOID (*NDK_FN_DISCONNECT_EVENT_CALLBACK_EX)(PVOID DisconnectEventContext
                                                     ULONG ProviderDisconnectReason); /* 2.1 */
 
 /* ------------------------------------------------------------------------------------------------
- * §2.7/§2.8: provider functions and dispatch tables. Member order is the binary layout.
+ * Provider functions and dispatch tables. Member order is the binary layout.
  * `const PSOCKADDR` / `const PVOID` parameters are const pointers to mutable data, as in Windows.
  * ---------------------------------------------------------------------------------------------- */
 
-/* Slots 0 and 1 of every table except the adapter's (which has no close slot, §6 item 10). */
+/* Slots 0 and 1 of every table except the adapter's (which has no close slot;
+ * NDIS closes the adapter through CLOSE_NDK_ADAPTER_HANDLER). */
 typedef NTSTATUS (*NDK_FN_CLOSE_OBJECT)(NDK_OBJECT_HEADER *pNdkObject,
                                         NDK_FN_CLOSE_COMPLETION CloseCompletion,
                                         PVOID RequestContext);
@@ -383,8 +395,8 @@ typedef struct _NDK_CQ_DISPATCH {
     NDK_FN_CONTROL_CQ_INTERRUPT_MODERATION NdkControlCqInterruptModeration;
     NDK_FN_GET_CQ_RESULTS_EX NdkGetCqResultsEx;
 } NDK_CQ_DISPATCH;
-static_assert(offsetof(NDK_CQ_DISPATCH, NdkGetCqResultsEx) == 0x30, "§2.8");
-static_assert(sizeof(NDK_CQ_DISPATCH) == 0x38, "§2.8");
+static_assert(offsetof(NDK_CQ_DISPATCH, NdkGetCqResultsEx) == 0x30, "NDK_CQ_DISPATCH x64 layout");
+static_assert(sizeof(NDK_CQ_DISPATCH) == 0x38, "NDK_CQ_DISPATCH x64 layout");
 
 /* --- MR ---------------------------------------------------------------------------------------- */
 typedef NTSTATUS (*NDK_FN_REGISTER_MR)(NDK_MR *pNdkMr, MDL *Mdl /* virtually contiguous */,
@@ -410,8 +422,9 @@ typedef struct _NDK_MR_DISPATCH {
     NDK_FN_GET_REMOTE_TOKEN_FROM_MR NdkGetRemoteTokenFromMr;
     NDK_FN_GET_LOCAL_TOKEN_FROM_MR NdkGetLocalTokenFromMr;
 } NDK_MR_DISPATCH;
-static_assert(offsetof(NDK_MR_DISPATCH, NdkGetLocalTokenFromMr) == 0x30, "§2.8");
-static_assert(sizeof(NDK_MR_DISPATCH) == 0x38, "§2.8");
+static_assert(offsetof(NDK_MR_DISPATCH, NdkGetLocalTokenFromMr) == 0x30,
+              "NDK_MR_DISPATCH x64 layout");
+static_assert(sizeof(NDK_MR_DISPATCH) == 0x38, "NDK_MR_DISPATCH x64 layout");
 
 /* --- MW ---------------------------------------------------------------------------------------- */
 typedef UINT32 (*NDK_FN_GET_REMOTE_TOKEN_FROM_MW)(NDK_MW *pNdkMw);
@@ -421,7 +434,7 @@ typedef struct _NDK_MW_DISPATCH {
     NDK_FN_QUERY_EXTENSION_INTERFACE NdkQueryExtension;
     NDK_FN_GET_REMOTE_TOKEN_FROM_MW NdkGetRemoteTokenFromMw;
 } NDK_MW_DISPATCH;
-static_assert(sizeof(NDK_MW_DISPATCH) == 0x18, "§2.8");
+static_assert(sizeof(NDK_MW_DISPATCH) == 0x18, "NDK_MW_DISPATCH x64 layout");
 
 /* --- SRQ --------------------------------------------------------------------------------------- */
 typedef NTSTATUS (*NDK_FN_MODIFY_SRQ)(NDK_SRQ *pNdkSrq, ULONG SrqDepth, ULONG NotifyThreshold,
@@ -438,11 +451,11 @@ typedef struct _NDK_SRQ_DISPATCH {
     NDK_FN_MODIFY_SRQ NdkModifySrq;
     NDK_FN_SRQ_RECEIVE NdkSrqReceive;
 } NDK_SRQ_DISPATCH;
-static_assert(sizeof(NDK_SRQ_DISPATCH) == 0x20, "§2.8");
+static_assert(sizeof(NDK_SRQ_DISPATCH) == 0x20, "NDK_SRQ_DISPATCH x64 layout");
 
 /* --- QP ---------------------------------------------------------------------------------------- */
 /* Posting calls never pend: SUCCESS means one CQ entry will follow (unless SILENT_SUCCESS and
- * the request succeeds), an error means none ever will (§3.0). */
+ * the request succeeds), an error means none ever will. */
 typedef VOID (*NDK_FN_FLUSH)(NDK_QP *pNdkQp);
 typedef NTSTATUS (*NDK_FN_SEND)(NDK_QP *pNdkQp, PVOID RequestContext, const NDK_SGE *pSgl,
                                 ULONG nSge, ULONG Flags);
@@ -480,20 +493,21 @@ typedef struct _NDK_QP_DISPATCH {
     NDK_FN_WRITE NdkWrite;
     NDK_FN_SEND_AND_INVALIDATE NdkSendAndInvalidate;
 } NDK_QP_DISPATCH;
-static_assert(offsetof(NDK_QP_DISPATCH, NdkFlush) == 0x10, "§2.8");
-static_assert(offsetof(NDK_QP_DISPATCH, NdkSend) == 0x18, "§2.8");
-static_assert(offsetof(NDK_QP_DISPATCH, NdkReceive) == 0x20, "§2.8");
-static_assert(offsetof(NDK_QP_DISPATCH, NdkBind) == 0x28, "§2.8");
-static_assert(offsetof(NDK_QP_DISPATCH, NdkFastRegister) == 0x30, "§2.8");
-static_assert(offsetof(NDK_QP_DISPATCH, NdkInvalidate) == 0x38, "§2.8");
-static_assert(offsetof(NDK_QP_DISPATCH, NdkRead) == 0x40, "§2.8");
-static_assert(offsetof(NDK_QP_DISPATCH, NdkWrite) == 0x48, "§2.8");
-static_assert(offsetof(NDK_QP_DISPATCH, NdkSendAndInvalidate) == 0x50, "§2.8");
-static_assert(sizeof(NDK_QP_DISPATCH) == 0x58, "§2.8");
+static_assert(offsetof(NDK_QP_DISPATCH, NdkFlush) == 0x10, "NDK_QP_DISPATCH x64 layout");
+static_assert(offsetof(NDK_QP_DISPATCH, NdkSend) == 0x18, "NDK_QP_DISPATCH x64 layout");
+static_assert(offsetof(NDK_QP_DISPATCH, NdkReceive) == 0x20, "NDK_QP_DISPATCH x64 layout");
+static_assert(offsetof(NDK_QP_DISPATCH, NdkBind) == 0x28, "NDK_QP_DISPATCH x64 layout");
+static_assert(offsetof(NDK_QP_DISPATCH, NdkFastRegister) == 0x30, "NDK_QP_DISPATCH x64 layout");
+static_assert(offsetof(NDK_QP_DISPATCH, NdkInvalidate) == 0x38, "NDK_QP_DISPATCH x64 layout");
+static_assert(offsetof(NDK_QP_DISPATCH, NdkRead) == 0x40, "NDK_QP_DISPATCH x64 layout");
+static_assert(offsetof(NDK_QP_DISPATCH, NdkWrite) == 0x48, "NDK_QP_DISPATCH x64 layout");
+static_assert(offsetof(NDK_QP_DISPATCH, NdkSendAndInvalidate) == 0x50,
+              "NDK_QP_DISPATCH x64 layout");
+static_assert(sizeof(NDK_QP_DISPATCH) == 0x58, "NDK_QP_DISPATCH x64 layout");
 
 /* --- PD ---------------------------------------------------------------------------------------- */
 /* Create calls: a PENDING return delivers the object only through CreateCompletion and leaves
- * the pp out-parameter unwritten (§3.0). */
+ * the pp out-parameter unwritten. */
 typedef NTSTATUS (*NDK_FN_CREATE_MR)(NDK_PD *pNdkPd, BOOLEAN FastRegister,
                                      NDK_FN_CREATE_COMPLETION CreateCompletion,
                                      PVOID RequestContext, NDK_MR **ppNdkMr);
@@ -529,8 +543,9 @@ typedef struct _NDK_PD_DISPATCH {
     NDK_FN_CREATE_QP_WITH_SRQ NdkCreateQpWithSrq;
     NDK_FN_GET_PRIVILEGED_MEMORY_REGION_TOKEN NdkGetPrivilegedMemoryRegionToken;
 } NDK_PD_DISPATCH;
-static_assert(offsetof(NDK_PD_DISPATCH, NdkGetPrivilegedMemoryRegionToken) == 0x38, "§2.8");
-static_assert(sizeof(NDK_PD_DISPATCH) == 0x40, "§2.8");
+static_assert(offsetof(NDK_PD_DISPATCH, NdkGetPrivilegedMemoryRegionToken) == 0x38,
+              "NDK_PD_DISPATCH x64 layout");
+static_assert(sizeof(NDK_PD_DISPATCH) == 0x40, "NDK_PD_DISPATCH x64 layout");
 
 /* --- Shared endpoint --------------------------------------------------------------------------- */
 /* The three GetLocalAddress slots (shared endpoint, connector, listener) have distinct typedefs
@@ -543,7 +558,8 @@ typedef struct _NDK_SHARED_ENDPOINT_DISPATCH {
     NDK_FN_QUERY_EXTENSION_INTERFACE NdkQueryExtension;
     NDK_FN_GET_SHARED_ENDPOINT_LOCAL_ADDRESS NdkGetLocalAddress;
 } NDK_SHARED_ENDPOINT_DISPATCH;
-static_assert(sizeof(NDK_SHARED_ENDPOINT_DISPATCH) == 0x18, "§2.8");
+static_assert(sizeof(NDK_SHARED_ENDPOINT_DISPATCH) == 0x18,
+              "NDK_SHARED_ENDPOINT_DISPATCH x64 layout");
 
 /* --- Connector --------------------------------------------------------------------------------- */
 typedef NTSTATUS (*NDK_FN_CONNECT)(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
@@ -596,7 +612,7 @@ typedef NTSTATUS (*NDK_FN_ACCEPT_EX)(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQ
                                      NDK_FN_REQUEST_COMPLETION RequestCompletion,
                                      PVOID RequestContext);
 
-/* 1.x providers fill the first 0x58 bytes; the two 2.1 slots are appended (§2.8). */
+/* 1.x providers fill the first 0x58 bytes; the two 2.1 slots are appended. */
 typedef struct _NDK_CONNECTOR_DISPATCH {
     NDK_FN_CLOSE_OBJECT NdkCloseConnector;
     NDK_FN_QUERY_EXTENSION_INTERFACE NdkQueryExtension;
@@ -612,18 +628,29 @@ typedef struct _NDK_CONNECTOR_DISPATCH {
     NDK_FN_COMPLETE_CONNECT_EX NdkCompleteConnectEx; /* 2.1 */
     NDK_FN_ACCEPT_EX NdkAcceptEx;                    /* 2.1 */
 } NDK_CONNECTOR_DISPATCH;
-static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkConnect) == 0x10, "§2.8");
-static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkConnectWithSharedEndpoint) == 0x18, "§2.8");
-static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkCompleteConnect) == 0x20, "§2.8");
-static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkAccept) == 0x28, "§2.8");
-static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkReject) == 0x30, "§2.8");
-static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkGetConnectionData) == 0x38, "§2.8");
-static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkGetLocalAddress) == 0x40, "§2.8");
-static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkGetPeerAddress) == 0x48, "§2.8");
-static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkDisconnect) == 0x50, "§2.8");
-static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkCompleteConnectEx) == 0x58, "§2.8");
-static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkAcceptEx) == 0x60, "§2.8");
-static_assert(sizeof(NDK_CONNECTOR_DISPATCH) == 0x68, "§2.8");
+static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkConnect) == 0x10,
+              "NDK_CONNECTOR_DISPATCH x64 layout");
+static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkConnectWithSharedEndpoint) == 0x18,
+              "NDK_CONNECTOR_DISPATCH x64 layout");
+static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkCompleteConnect) == 0x20,
+              "NDK_CONNECTOR_DISPATCH x64 layout");
+static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkAccept) == 0x28,
+              "NDK_CONNECTOR_DISPATCH x64 layout");
+static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkReject) == 0x30,
+              "NDK_CONNECTOR_DISPATCH x64 layout");
+static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkGetConnectionData) == 0x38,
+              "NDK_CONNECTOR_DISPATCH x64 layout");
+static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkGetLocalAddress) == 0x40,
+              "NDK_CONNECTOR_DISPATCH x64 layout");
+static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkGetPeerAddress) == 0x48,
+              "NDK_CONNECTOR_DISPATCH x64 layout");
+static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkDisconnect) == 0x50,
+              "NDK_CONNECTOR_DISPATCH x64 layout");
+static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkCompleteConnectEx) == 0x58,
+              "NDK_CONNECTOR_DISPATCH x64 layout");
+static_assert(offsetof(NDK_CONNECTOR_DISPATCH, NdkAcceptEx) == 0x60,
+              "NDK_CONNECTOR_DISPATCH x64 layout");
+static_assert(sizeof(NDK_CONNECTOR_DISPATCH) == 0x68, "NDK_CONNECTOR_DISPATCH x64 layout");
 
 /* --- Listener ---------------------------------------------------------------------------------- */
 typedef NTSTATUS (*NDK_FN_LISTEN)(NDK_LISTENER *pNdkListener, const PSOCKADDR pAddress,
@@ -640,10 +667,10 @@ typedef struct _NDK_LISTENER_DISPATCH {
     NDK_FN_GET_LISTENER_LOCAL_ADDRESS NdkGetLocalAddress;
     NDK_FN_CONTROL_CONNECT_EVENTS NdkControlConnectEvents;
 } NDK_LISTENER_DISPATCH;
-static_assert(sizeof(NDK_LISTENER_DISPATCH) == 0x28, "§2.8");
+static_assert(sizeof(NDK_LISTENER_DISPATCH) == 0x28, "NDK_LISTENER_DISPATCH x64 layout");
 
 /* --- Adapter ----------------------------------------------------------------------------------- */
-/* PASSIVE_LEVEL and blocking, unlike every other provider function (§3.17). */
+/* PASSIVE_LEVEL and blocking, unlike every other provider function. */
 typedef NTSTATUS (*NDK_FN_QUERY_ADAPTER_INFO)(NDK_ADAPTER *pNdkAdapter, NDK_ADAPTER_INFO *pInfo,
                                               ULONG *pBufferSize);
 typedef NTSTATUS (*NDK_FN_CREATE_CQ)(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
@@ -667,14 +694,14 @@ typedef NTSTATUS (*NDK_FN_CREATE_LISTENER)(NDK_ADAPTER *pNdkAdapter,
                                            PVOID ConnectEventContext,
                                            NDK_FN_CREATE_COMPLETION CreateCompletion,
                                            PVOID RequestContext, NDK_LISTENER **ppNdkListener);
-/* §6 item 13: RequestCompletion is optional in the header, required in the DDI page. */
+/* RequestCompletion is optional in the Windows header, required on the NdkBuildLam page. */
 typedef NTSTATUS (*NDK_FN_BUILD_LAM)(NDK_ADAPTER *pNdkAdapter, MDL *Mdl /* virtually contiguous */,
                                      SIZE_T Length, NDK_FN_REQUEST_COMPLETION RequestCompletion,
                                      PVOID RequestContext, NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM,
                                      ULONG *pLAMSize, ULONG *pFBO);
 typedef VOID (*NDK_FN_RELEASE_LAM)(NDK_ADAPTER *pNdkAdapter, NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM);
 
-/* No close slot: NDIS closes the adapter through CLOSE_NDK_ADAPTER_HANDLER (§2.6). */
+/* No close slot: NDIS closes the adapter through CLOSE_NDK_ADAPTER_HANDLER. */
 typedef struct _NDK_ADAPTER_DISPATCH {
     NDK_FN_QUERY_EXTENSION_INTERFACE NdkQueryExtension;
     NDK_FN_QUERY_ADAPTER_INFO NdkQueryAdapterInfo;
@@ -686,18 +713,26 @@ typedef struct _NDK_ADAPTER_DISPATCH {
     NDK_FN_BUILD_LAM NdkBuildLAM;
     NDK_FN_RELEASE_LAM NdkReleaseLAM;
 } NDK_ADAPTER_DISPATCH;
-static_assert(offsetof(NDK_ADAPTER_DISPATCH, NdkQueryAdapterInfo) == 0x08, "§2.8");
-static_assert(offsetof(NDK_ADAPTER_DISPATCH, NdkCreateCq) == 0x10, "§2.8");
-static_assert(offsetof(NDK_ADAPTER_DISPATCH, NdkCreatePd) == 0x18, "§2.8");
-static_assert(offsetof(NDK_ADAPTER_DISPATCH, NdkCreateSharedEndpoint) == 0x20, "§2.8");
-static_assert(offsetof(NDK_ADAPTER_DISPATCH, NdkCreateConnector) == 0x28, "§2.8");
-static_assert(offsetof(NDK_ADAPTER_DISPATCH, NdkCreateListener) == 0x30, "§2.8");
-static_assert(offsetof(NDK_ADAPTER_DISPATCH, NdkBuildLAM) == 0x38, "§2.8");
-static_assert(offsetof(NDK_ADAPTER_DISPATCH, NdkReleaseLAM) == 0x40, "§2.8");
-static_assert(sizeof(NDK_ADAPTER_DISPATCH) == 0x48, "§2.8");
+static_assert(offsetof(NDK_ADAPTER_DISPATCH, NdkQueryAdapterInfo) == 0x08,
+              "NDK_ADAPTER_DISPATCH x64 layout");
+static_assert(offsetof(NDK_ADAPTER_DISPATCH, NdkCreateCq) == 0x10,
+              "NDK_ADAPTER_DISPATCH x64 layout");
+static_assert(offsetof(NDK_ADAPTER_DISPATCH, NdkCreatePd) == 0x18,
+              "NDK_ADAPTER_DISPATCH x64 layout");
+static_assert(offsetof(NDK_ADAPTER_DISPATCH, NdkCreateSharedEndpoint) == 0x20,
+              "NDK_ADAPTER_DISPATCH x64 layout");
+static_assert(offsetof(NDK_ADAPTER_DISPATCH, NdkCreateConnector) == 0x28,
+              "NDK_ADAPTER_DISPATCH x64 layout");
+static_assert(offsetof(NDK_ADAPTER_DISPATCH, NdkCreateListener) == 0x30,
+              "NDK_ADAPTER_DISPATCH x64 layout");
+static_assert(offsetof(NDK_ADAPTER_DISPATCH, NdkBuildLAM) == 0x38,
+              "NDK_ADAPTER_DISPATCH x64 layout");
+static_assert(offsetof(NDK_ADAPTER_DISPATCH, NdkReleaseLAM) == 0x40,
+              "NDK_ADAPTER_DISPATCH x64 layout");
+static_assert(sizeof(NDK_ADAPTER_DISPATCH) == 0x48, "NDK_ADAPTER_DISPATCH x64 layout");
 
 /* --- Unofficial ------------------------------------------------------------------------------- */
-/* §6 item 16: declared in the header copy but referenced by no dispatch table and no document.
+/* Declared in the Windows header but referenced by no dispatch table and no document.
  * Kept for completeness; ndksim neither implements nor calls them. */
 typedef NTSTATUS (*NDK_FN_QUERY_ADAPTER_INFO_EX)(NDK_ADAPTER *pNdkAdapter, NDK_VERSION Version,
                                                  NDK_ADAPTER_INFO *pInfo, ULONG *pBufferSize);
@@ -706,7 +741,7 @@ typedef NTSTATUS (*NDK_FN_DISCONNECT_EX)(NDK_CONNECTOR *pNdkConnector, BOOLEAN A
                                          PVOID RequestContext);
 
 /* ------------------------------------------------------------------------------------------------
- * §2.1: the objects. Each is a header plus its dispatch table; the provider sets Dispatch before
+ * The objects. Each is a header plus its dispatch table; the provider sets Dispatch before
  * handing the object out and never reads it again (the consumer may interpose its own table).
  * ---------------------------------------------------------------------------------------------- */
 typedef struct _NDK_ADAPTER {
@@ -751,9 +786,9 @@ typedef struct _NDK_LISTENER {
 } NDK_LISTENER;
 
 #define NDKSIM_PIN_OBJECT(T)                                                  \
-    static_assert(offsetof(T, Header) == 0x00, "§2.1: " #T ".Header");      \
-    static_assert(offsetof(T, Dispatch) == 0x28, "§2.1: " #T ".Dispatch"); \
-    static_assert(sizeof(T) == 0x30, "§2.1: sizeof " #T)
+    static_assert(offsetof(T, Header) == 0x00, "x64 layout: " #T ".Header");     \
+    static_assert(offsetof(T, Dispatch) == 0x28, "x64 layout: " #T ".Dispatch"); \
+    static_assert(sizeof(T) == 0x30, "x64 layout: sizeof " #T)
 NDKSIM_PIN_OBJECT(NDK_ADAPTER);
 NDKSIM_PIN_OBJECT(NDK_CQ);
 NDKSIM_PIN_OBJECT(NDK_MR);
@@ -767,14 +802,14 @@ NDKSIM_PIN_OBJECT(NDK_LISTENER);
 #undef NDKSIM_PIN_OBJECT
 
 /* ------------------------------------------------------------------------------------------------
- * §2.6: NDIS glue (ndisndk.h). The miniport registers open/close handlers; the adapter is
+ * NDIS glue (ndisndk.h). The miniport registers open/close handlers; the adapter is
  * closed only through CloseNDKAdapterHandler, which blocks until every descendant's callbacks
  * have returned.
  * ---------------------------------------------------------------------------------------------- */
 
 /* NDIS >= 6.50 appends SwitchId and VPortId (NIC-switch ids); ndksim models no NIC switch. */
 typedef struct _NDIS_OPEN_NDK_ADAPTER_PARAMETERS {
-    NDK_VERSION Version; /* major + lowest acceptable minor (§1.1) */
+    NDK_VERSION Version; /* major + lowest acceptable minor; see NDK_VERSION */
 } NDIS_OPEN_NDK_ADAPTER_PARAMETERS, *PNDIS_OPEN_NDK_ADAPTER_PARAMETERS;
 
 typedef NDIS_STATUS (*OPEN_NDK_ADAPTER_HANDLER)(NDIS_HANDLE MiniportAdapterContext,
@@ -790,7 +825,7 @@ typedef struct _NDIS_NDK_PROVIDER_CHARACTERISTICS {
     CLOSE_NDK_ADAPTER_HANDLER CloseNDKAdapterHandler;
 } NDIS_NDK_PROVIDER_CHARACTERISTICS, *PNDIS_NDK_PROVIDER_CHARACTERISTICS;
 
-/* NDIS-level capability record (§2.6). */
+/* NDIS-level capability record. */
 typedef struct _NDIS_NDK_CAPABILITIES {
     NDIS_OBJECT_HEADER Header;
     ULONG Flags;
@@ -805,7 +840,7 @@ typedef struct _NDIS_NDK_CAPABILITIES {
     ULONG64 MissingCounterMask;
     NDK_ADAPTER_INFO *NdkInfo;
 } NDIS_NDK_CAPABILITIES, *PNDIS_NDK_CAPABILITIES;
-static_assert(sizeof(NDIS_NDK_CAPABILITIES) == 0x38, "§2.6");
+static_assert(sizeof(NDIS_NDK_CAPABILITIES) == 0x38, "NDIS_NDK_CAPABILITIES x64 layout");
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,48 +1,80 @@
 // SPDX-License-Identifier: MIT
-// ndksim-perf: a perftest-like measurement of the simulated RNIC. For each message size it runs a
-// latency phase (one message in flight: ping-pong for send and write, post-to-completion for
-// read) and a bandwidth phase (a window of messages in flight, optional post lists and selective
-// signaling), and prints simulated latency, bandwidth and message rate, plus the simulator's own
-// speed in simulated operations per wall-clock second.
+// ndksim-perf: perftest's measurements (ib_{write,read,send}_{lat,bw}) on the simulated RNIC. It
+// takes perftest's options where they mean the same thing, prints perftest's latency and bandwidth
+// tables in perftest's units, and writes every figure with the full configuration as JSON.
+// Arguments are parsed by CLI11 and JSON is written by nlohmann-json (both Debian packages).
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
+#include "ndksim/names.h"
+#include "ndksim/version.h"
 #include "ndksim/workload.h"
 
 namespace {
 
 using namespace ndksim;
+using Clock = std::chrono::steady_clock;
 
-using Op = Operation;
+// perftest's defaults: ib_*_lat runs 1000 iterations, ib_*_bw 5000 per QP.
+constexpr int kDefaultLatencyIterations = 1000;
+constexpr int kDefaultBandwidthIterations = 5000;
+// perftest's -a: every power of two from 2 B to 8 MiB.
+constexpr ULONG kAllSizesMax = 1u << 23;
 
 struct Options {
-  Op op = Op::kWrite;
-  std::vector<ULONG> sizes = {2, 8, 64, 512, 4096, 65536};
-  int iterations = 10000;
-  int qps = 1;
-  int post_list = 1;        // requests per doorbell (NDK_OP_FLAG_DEFER on all but the last)
-  int signal_every = 16;    // one signaled request in N (bandwidth phase)
-  int window = 128;         // requests in flight per QP (bandwidth phase)
-  // Messages up to this many bytes are posted inline; -1: perftest's defaults (up to 236 B in the
-  // latency phase, none in the bandwidth phase).
-  long long inline_size = -1;
-  bool log = false;         // per-block trace lines of the last size's bandwidth phase on stderr
+  std::string op = "write";
   std::string profile = "connectx-100g-roce";
+  std::optional<ULONG> size;
+  bool all_sizes = false;
+  std::string sweep;
+  std::optional<int> iterations;
+  int qps = 1;
+  int post_list = 1;
+  int cq_mod = 16;
+  int tx_depth = 128;
+  std::optional<long long> inline_size;
+  bool inline_all = false;
+  std::optional<std::uint32_t> mtu;
+  std::string connection = "RC";
+  std::string phases = "both";
+  bool report_gbits = false;
+  bool no_peak = false;
   std::uint64_t seed = 1;
-  bool progress = true;
-  std::string trace_path;   // Chrome trace of the bandwidth phase of the last size
-  double loss = 0;          // probability that the wire loses a packet (a seeded fault rule)
+  double loss = 0;
+  std::string trace_path;
+  std::string json_path;
+  bool log = false;
+  bool no_progress = false;
+  bool dry_run = false;
+};
+
+// The configuration that follows from the options, checked before anything runs.
+struct Plan {
+  Operation op = Operation::kWrite;
+  HardwareProfile profile;
+  std::vector<ULONG> sizes;
+  int lat_iterations = kDefaultLatencyIterations;
+  int bw_iterations = kDefaultBandwidthIterations;  // per QP, as perftest counts them
+  bool latency = true;
+  bool bandwidth = true;
+  long long inline_size = -1;  // -1: perftest's defaults
 };
 
 const HardwareProfile* FindProfile(std::string_view name) {
@@ -52,200 +84,574 @@ const HardwareProfile* FindProfile(std::string_view name) {
   return nullptr;
 }
 
-void Usage() {
-  std::fprintf(stderr,
-               "usage: ndksim-perf [options]\n"
-               "  --op write|read|send      operation (default write)\n"
-               "  --size N                  one message size in bytes\n"
-               "  --sweep MIN:MAX           powers of two from MIN to MAX bytes\n"
-               "  --iters N                 messages per phase (default 10000)\n"
-               "  --qps N                   connections used round robin (default 1)\n"
-               "  --post-list N             requests per doorbell (default 1)\n"
-               "  --signal-every N          one signaled request in N (default 16)\n"
-               "  --window N                requests in flight per QP (default 128)\n"
-               "  --inline                  post every payload inline that the profile allows (write, send)\n"
-               "  --inline-size N           post payloads up to N bytes inline (default: up to 236 B in\n"
-               "                            the latency phase, none in the bandwidth phase, as perftest)\n"
-               "  --profile NAME            connectx-100g-roce (default), iwarp or functional\n"
-               "  --seed N                  fabric seed (default 1)\n"
-               "  --loss P                  the wire loses each packet with probability P (0..0.5), a seeded\n"
-               "                            fault rule: retransmissions show in latency tails and bandwidth;\n"
-               "                            heavy loss can exhaust the retry count (IO_TIMEOUT ends the run)\n"
-               "  --trace FILE              write a Chrome trace (Perfetto) of the last size's bandwidth phase\n"
-               "  --log                     every block's trace lines for the last size's bandwidth phase\n"
-               "                            on stderr (long)\n"
-               "  --no-progress             no progress lines on stderr\n");
+// A refused configuration: the message names the option(s) in conflict.
+struct BadArguments : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::vector<ULONG> SweepSizes(const std::string& text) {
+  const auto colon = text.find(':');
+  auto number = [&](std::string_view digits) -> unsigned long {
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos || digits.size() > 10) {
+      throw BadArguments(fmt::format("--sweep {}: expected MIN:MAX in bytes, e.g. 32:32768", text));
+    }
+    return std::stoul(std::string(digits));
+  };
+  if (colon == std::string::npos) throw BadArguments(fmt::format("--sweep {}: expected MIN:MAX, e.g. 32:32768", text));
+  const unsigned long lo = number(std::string_view(text).substr(0, colon));
+  const unsigned long hi = number(std::string_view(text).substr(colon + 1));
+  if (lo == 0 || hi < lo) throw BadArguments(fmt::format("--sweep {}: needs 1 <= MIN <= MAX", text));
+  std::vector<ULONG> sizes;
+  for (unsigned long s = lo; s <= hi; s *= 2) sizes.push_back(static_cast<ULONG>(s));
+  return sizes;
 }
 
-bool ParseOptions(int argc, char** argv, Options* o) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
-    auto number = [&](long long lo, long long hi, long long* out) {
-      const char* v = value();
-      if (v == nullptr) return false;
-      char* end = nullptr;
-      const long long n = std::strtoll(v, &end, 10);
-      if (*end != '\0' || n < lo || n > hi) return false;
-      *out = n;
-      return true;
-    };
-    long long n = 0;
-    if (a == "--help" || a == "-h") {
-      Usage();
-      std::exit(0);
-    }
-    if (a == "--op") {
-      const char* v = value();
-      if (v == nullptr) return false;
-      const std::string_view op = v;
-      if (op == "write") o->op = Op::kWrite;
-      else if (op == "read") o->op = Op::kRead;
-      else if (op == "send") o->op = Op::kSend;
-      else return false;
-    } else if (a == "--size") {
-      if (!number(0, 1 << 30, &n)) return false;
-      o->sizes = {static_cast<ULONG>(n)};
-    } else if (a == "--sweep") {
-      const char* v = value();
-      unsigned long lo = 0;
-      unsigned long hi = 0;
-      if (v == nullptr || std::sscanf(v, "%lu:%lu", &lo, &hi) != 2 || lo == 0 || hi < lo || hi > (1ul << 30)) return false;
-      o->sizes.clear();
-      for (unsigned long s = lo; s <= hi; s *= 2) o->sizes.push_back(static_cast<ULONG>(s));
-    } else if (a == "--iters") {
-      if (!number(1, 100'000'000, &n)) return false;
-      o->iterations = static_cast<int>(n);
-    } else if (a == "--qps") {
-      if (!number(1, 1024, &n)) return false;
-      o->qps = static_cast<int>(n);
-    } else if (a == "--post-list") {
-      if (!number(1, 1024, &n)) return false;
-      o->post_list = static_cast<int>(n);
-    } else if (a == "--signal-every") {
-      if (!number(1, 1 << 20, &n)) return false;
-      o->signal_every = static_cast<int>(n);
-    } else if (a == "--window") {
-      if (!number(1, 16384, &n)) return false;
-      o->window = static_cast<int>(n);
-    } else if (a == "--inline") {
-      o->inline_size = 1 << 20;  // capped by the profile's maximum below
-    } else if (a == "--profile") {
-      const char* v = value();
-      if (v == nullptr || FindProfile(v) == nullptr) return false;
-      o->profile = v;
-    } else if (a == "--seed") {
-      if (!number(0, (1ll << 62), &n)) return false;
-      o->seed = static_cast<std::uint64_t>(n);
-    } else if (a == "--trace") {
-      const char* v = value();
-      if (v == nullptr) return false;
-      o->trace_path = v;
-    } else if (a == "--inline-size") {
-      if (!number(0, 1 << 20, &n)) return false;
-      o->inline_size = n;
-    } else if (a == "--loss") {
-      const char* v = value();
-      if (v == nullptr) return false;
-      char* end = nullptr;
-      const double p = std::strtod(v, &end);
-      if (*end != '\0' || !(p >= 0 && p <= 0.5)) return false;
-      o->loss = p;
-    } else if (a == "--log") {
-      o->log = true;
-    } else if (a == "--no-progress") {
-      o->progress = false;
-    } else {
-      return false;
+Plan MakePlan(const Options& o) {
+  Plan plan;
+  plan.op = o.op == "read" ? Operation::kRead : o.op == "send" ? Operation::kSend : Operation::kWrite;
+  plan.profile = *FindProfile(o.profile);
+  if (o.mtu) {
+    plan.profile.mtu_bytes = *o.mtu;
+    if (const auto errors = Validate(plan.profile); !errors.empty()) {
+      throw BadArguments(fmt::format("--mtu {}: {}", *o.mtu, errors.front()));
     }
   }
-  return true;
+  if (o.connection != "RC") {
+    throw BadArguments(fmt::format("--connection {}: NDK connections are reliable connected; only RC is simulated",
+                                   o.connection));
+  }
+  if (!o.sweep.empty() && (o.size || o.all_sizes)) {
+    throw BadArguments("--sweep and --size/--all each choose the sizes: give one of them");
+  }
+  const int chosen = (o.size || o.all_sizes ? 1 : 0) + (o.sweep.empty() ? 0 : 1);
+  if (o.size && o.all_sizes) {
+    std::fprintf(stderr, "ndksim-perf: --all runs every size, so --size %u is ignored (as perftest does)\n", *o.size);
+  } else if (o.size) {
+    plan.sizes = {*o.size};
+  }
+  if (o.all_sizes) {
+    for (ULONG s = 2; s <= kAllSizesMax; s *= 2) plan.sizes.push_back(s);
+  }
+  if (!o.sweep.empty()) plan.sizes = SweepSizes(o.sweep);
+  if (chosen == 0) plan.sizes = {2, 8, 64, 512, 4096, 65536};
+  plan.latency = o.phases != "bw";
+  plan.bandwidth = o.phases != "lat";
+  if (o.iterations) plan.lat_iterations = plan.bw_iterations = *o.iterations;
+  if (o.inline_all) plan.inline_size = plan.profile.max_inline_bytes;
+  if (o.inline_size) {
+    if (o.inline_all) throw BadArguments("--inline and --inline_size both set what is posted inline: give one");
+    if (*o.inline_size > plan.profile.max_inline_bytes) {
+      throw BadArguments(fmt::format("--inline_size {}: profile {} carries at most {} B inline", *o.inline_size,
+                                     plan.profile.name, plan.profile.max_inline_bytes));
+    }
+    plan.inline_size = *o.inline_size;
+  }
+  if (o.post_list > o.tx_depth) {
+    throw BadArguments(fmt::format("--post_list {} does not fit in --tx-depth {}: a post list is posted whole",
+                                   o.post_list, o.tx_depth));
+  }
+  const std::size_t max_window = Workload::MaxWindow(plan.profile);
+  if (static_cast<std::size_t>(o.tx_depth) > max_window) {
+    throw BadArguments(fmt::format("--tx-depth {}: profile {} allows at most {} (its queue depth limits)", o.tx_depth,
+                                   plan.profile.name, max_window));
+  }
+  const std::uint64_t max_qps = Workload::MaxQps(plan.profile, static_cast<std::size_t>(o.tx_depth));
+  if (static_cast<std::uint64_t>(o.qps) > max_qps) {
+    throw BadArguments(fmt::format("--qp {}: profile {} allows at most {} QPs with --tx-depth {}", o.qps,
+                                   plan.profile.name, max_qps, o.tx_depth));
+  }
+  for (const ULONG size : plan.sizes) {
+    if (size > plan.profile.max_transfer_bytes) {
+      throw BadArguments(fmt::format("--size {}: profile {} transfers at most {} B per request", size,
+                                     plan.profile.name, plan.profile.max_transfer_bytes));
+    }
+    if (size == 0 && plan.op == Operation::kWrite && plan.latency) {
+      throw BadArguments("--size 0: write latency polls the last byte of the message, so it needs at least 1 B "
+                         "(add --phases bw to measure zero-byte write bandwidth)");
+    }
+  }
+  return plan;
 }
+
+WorkloadConfig ConfigFor(const Options& o, const Plan& plan, ULONG size) {
+  WorkloadConfig c;
+  c.fabric.profile = plan.profile;
+  c.fabric.seed = o.seed;
+  c.op = plan.op;
+  c.bytes = size;
+  c.qps = o.qps;
+  c.window = static_cast<std::size_t>(o.tx_depth);
+  c.post_list = static_cast<std::size_t>(o.post_list);
+  c.signal_every = static_cast<std::size_t>(o.cq_mod);
+  c.inline_size = plan.inline_size;
+  return c;
+}
+
+// A file named by an option must be writable before the run starts, not after it.
+std::unique_ptr<std::ofstream> OpenOutput(const std::string& path, const char* option) {
+  if (path.empty()) return nullptr;
+  auto out = std::make_unique<std::ofstream>(path);
+  if (!*out) throw BadArguments(fmt::format("{} {}: cannot write the file", option, path));
+  return out;
+}
+
+// ---- progress ----------------------------------------------------------------------------------
+
+// A bar with the percentage and the time left, on stderr when it is a terminal, once the run has
+// taken a second.
+class Progress {
+ public:
+  Progress(bool enabled, double total) : enabled_(enabled && isatty(STDERR_FILENO) != 0), total_(total) {}
+  ~Progress() { Finish(); }
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+  void Advance(double work) {
+    done_ += work;
+    if (!enabled_) return;
+    const auto now = Clock::now();
+    if (now - start_ < std::chrono::seconds(1) || now - drawn_ < std::chrono::milliseconds(100)) return;
+    drawn_ = now;
+    const double fraction = std::min(1.0, done_ / total_);
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const double left = fraction > 0 ? elapsed * (1 - fraction) / fraction : 0;
+    constexpr int kWidth = 40;
+    const int filled = static_cast<int>(fraction * kWidth);
+    std::fprintf(stderr, "\r[%s%s] %5.1f%%  ETA %s ", std::string(static_cast<std::size_t>(filled), '#').c_str(),
+                 std::string(static_cast<std::size_t>(kWidth - filled), '.').c_str(), fraction * 100,
+                 FormatSeconds(left).c_str());
+    std::fflush(stderr);
+    shown_ = true;
+  }
+  void Finish() {
+    if (!shown_) return;
+    std::fprintf(stderr, "\r%*s\r", 70, "");
+    std::fflush(stderr);
+    shown_ = false;
+  }
+
+ private:
+  static std::string FormatSeconds(double s) {
+    if (s < 60) return fmt::format("{:.0f} s", s);
+    return fmt::format("{:.0f} min {:02.0f} s", std::floor(s / 60), std::fmod(s, 60));
+  }
+
+  bool enabled_;
+  double total_;
+  double done_ = 0;
+  bool shown_ = false;
+  Clock::time_point start_ = Clock::now();
+  Clock::time_point drawn_{};
+};
+
+// ---- figures -----------------------------------------------------------------------------------
+
+struct LatencyFigures {
+  int iterations = 0;
+  double t_min = 0, t_max = 0, t_typical = 0, t_avg = 0, t_stdev = 0, p99 = 0, p99_9 = 0;  // microseconds
+};
+
+// perftest's statistics of one-way latency samples (ns in, us out): typical is the median, the
+// percentiles are the sorted sample at that rank.
+LatencyFigures LatencyOf(std::vector<double> ns) {
+  LatencyFigures f;
+  f.iterations = static_cast<int>(ns.size());
+  if (ns.empty()) return f;
+  std::sort(ns.begin(), ns.end());
+  auto us = [](double v) { return v / 1000; };
+  auto rank = [&](double q) { return ns[std::min(ns.size() - 1, static_cast<std::size_t>(q * static_cast<double>(ns.size())))]; };
+  double sum = 0;
+  for (const double v : ns) sum += v;
+  const double mean = sum / static_cast<double>(ns.size());
+  double squares = 0;
+  for (const double v : ns) squares += (v - mean) * (v - mean);
+  f.t_min = us(ns.front());
+  f.t_max = us(ns.back());
+  f.t_typical = us(ns[ns.size() / 2]);
+  f.t_avg = us(mean);
+  f.t_stdev = us(std::sqrt(squares / static_cast<double>(ns.size())));
+  f.p99 = us(rank(0.99));
+  f.p99_9 = us(rank(0.999));
+  return f;
+}
+
+struct BandwidthFigures {
+  std::size_t iterations = 0;      // messages over all QPs
+  double bw_peak_bytes_per_s = 0;  // 0 when not measured (--noPeak)
+  double bw_avg_bytes_per_s = 0;
+  double msg_rate_mpps = 0;
+  double elapsed_us = 0;
+};
+
+// A point of the bandwidth test's progress: simulated time, messages completed, payload bytes the
+// receiving NIC has taken off the wire.
+struct StreamPoint {
+  double ns = 0;
+  std::size_t done = 0;
+  std::uint64_t bytes = 0;
+};
+
+// The peak bandwidth: the best payload rate on the wire into the receiver over any stretch of the
+// run that completed at least `stretch` messages. Measured on the wire rather than by completions,
+// which arrive in bursts, so it never exceeds what the link can carry.
+double PeakBytesPerSecond(const std::vector<StreamPoint>& points, std::size_t stretch) {
+  double best = 0;
+  std::size_t j = 0;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    j = std::max(j, i + 1);
+    while (j < points.size() && points[j].done - points[i].done < stretch) ++j;
+    if (j >= points.size()) break;
+    const double dt = points[j].ns - points[i].ns;
+    if (dt > 0) best = std::max(best, static_cast<double>(points[j].bytes - points[i].bytes) / dt * 1e9);
+  }
+  return best;
+}
+
+// perftest's units: MB/sec is 2^20 bytes per second, Gb/sec 10^9 bits per second.
+double Mbytes(double bytes_per_s) { return bytes_per_s / (1 << 20); }
+double Gbits(double bytes_per_s) { return bytes_per_s * 8 / 1e9; }
+
+struct SizeResult {
+  ULONG bytes = 0;
+  std::optional<LatencyFigures> latency;
+  std::optional<BandwidthFigures> bandwidth;
+  std::uint64_t simulated_ops = 0;
+  double wall_seconds = 0;
+};
+
+std::string_view OpName(Operation op) {
+  switch (op) {
+    case Operation::kWrite: return "write";
+    case Operation::kRead: return "read";
+    case Operation::kSend: return "send";
+  }
+  return "?";
+}
+
+std::string_view PerftestTestName(Operation op) {
+  switch (op) {
+    case Operation::kWrite: return "RDMA_Write";
+    case Operation::kRead: return "RDMA_Read";
+    case Operation::kSend: return "Send";
+  }
+  return "?";
+}
+
+constexpr std::string_view kRule =
+    "---------------------------------------------------------------------------------------";
+
+void PrintHeader(const Options& o, const Plan& plan, std::string_view what) {
+  const HardwareProfile& p = plan.profile;
+  std::printf("%s\n", kRule.data());
+  std::printf("                    %s %s Test (ndksim %s, simulated)\n", PerftestTestName(plan.op).data(),
+              what.data(), NDKSIM_VERSION_STRING);
+  std::printf(" Device (profile): %s (%s, %.0f Gb/s)\n", std::string(p.name).c_str(), std::string(Name(p.transport)).c_str(),
+              static_cast<double>(p.link_rate.bits_per_second) / 1e9);
+  std::printf(" Number of qps   : %-8d Transport type : %s\n", o.qps, std::string(Name(p.transport)).c_str());
+  std::printf(" Connection type : RC       Using SRQ      : OFF\n");
+  if (what == "BW") {
+    std::printf(" TX depth        : %-8d Post List      : %d\n", o.tx_depth, o.post_list);
+    std::printf(" CQ Moderation   : %d\n", o.cq_mod);
+  }
+  std::printf(" Mtu             : %u[B]\n", p.mtu_bytes);
+  const long long inline_max = plan.inline_size >= 0 ? plan.inline_size
+                               : what == "Latency" ? std::min<long long>(Workload::kLatencyInlineDefault, p.max_inline_bytes)
+                                                   : 0;
+  std::printf(" Max inline data : %lld[B]%s\n", plan.op == Operation::kRead ? 0 : inline_max,
+              plan.op == Operation::kRead ? " (reads carry no payload)" : "");
+  std::printf(" Seed            : %llu%s\n", static_cast<unsigned long long>(o.seed),
+              o.loss > 0 ? fmt::format("   Packet loss    : {}", o.loss).c_str() : "");
+  std::printf("%s\n", kRule.data());
+}
+
+// ---- the run -----------------------------------------------------------------------------------
+
+class Run {
+ public:
+  Run(const Options& o, const Plan& plan) : o_(o), plan_(plan), progress_(!o.no_progress, TotalWork()) {}
+
+  int Execute(std::ofstream* trace, std::ofstream* json) {
+    results_.resize(plan_.sizes.size());
+    for (std::size_t i = 0; i < plan_.sizes.size(); ++i) results_[i].bytes = plan_.sizes[i];
+    if (plan_.latency) {
+      PrintHeader(o_, plan_, "Latency");
+      std::printf(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]"
+                  "   99%% percentile[usec]   99.9%% percentile[usec]\n");
+      for (std::size_t i = 0; i < plan_.sizes.size(); ++i) {
+        const bool traced = trace != nullptr && !plan_.bandwidth && i + 1 == plan_.sizes.size();
+        const LatencyFigures f = MeasureLatency(results_[i], traced ? trace : nullptr);
+        progress_.Finish();
+        std::printf(" %-7u %-10d     %-7.2f        %-7.2f      %-7.2f            %-7.2f        %-7.2f          %-7.2f"
+                    "                %-7.2f\n",
+                    results_[i].bytes, f.iterations, f.t_min, f.t_max, f.t_typical, f.t_avg, f.t_stdev, f.p99,
+                    f.p99_9);
+        std::fflush(stdout);
+      }
+      std::printf("%s\n", kRule.data());
+    }
+    if (plan_.bandwidth) {
+      PrintHeader(o_, plan_, "BW");
+      const char* unit = o_.report_gbits ? "Gb/sec" : "MB/sec";
+      std::printf(" #bytes     #iterations    BW peak[%s]    BW average[%s]   MsgRate[Mpps]\n", unit, unit);
+      for (std::size_t i = 0; i < plan_.sizes.size(); ++i) {
+        const bool traced = trace != nullptr && i + 1 == plan_.sizes.size();
+        const BandwidthFigures f = MeasureBandwidth(results_[i], traced ? trace : nullptr);
+        progress_.Finish();
+        auto bw = [&](double bytes_per_s) { return o_.report_gbits ? Gbits(bytes_per_s) : Mbytes(bytes_per_s); };
+        std::printf(" %-10u %-10zu     %-10.2f         %-10.2f         %-10.6f\n", results_[i].bytes, f.iterations,
+                    bw(f.bw_peak_bytes_per_s), bw(f.bw_avg_bytes_per_s), f.msg_rate_mpps);
+        std::fflush(stdout);
+      }
+      std::printf("%s\n", kRule.data());
+    }
+    std::uint64_t ops = 0;
+    double wall = 0;
+    for (const SizeResult& r : results_) {
+      ops += r.simulated_ops;
+      wall += r.wall_seconds;
+    }
+    std::printf(" Simulator speed : %.0f simulated operations per wall-clock second (%llu in %.2f s)\n",
+                wall > 0 ? static_cast<double>(ops) / wall : 0.0, static_cast<unsigned long long>(ops), wall);
+    if (json != nullptr) {
+      *json << Json().dump(2) << '\n';
+      json->flush();
+      if (!*json) {
+        std::fprintf(stderr, "ndksim-perf: --out_json %s: writing failed\n", o_.json_path.c_str());
+        return 1;
+      }
+    }
+    return 0;
+  }
+
+ private:
+  double TotalWork() const {
+    double work = 0;
+    for (std::size_t i = 0; i < plan_.sizes.size(); ++i) {
+      if (plan_.latency) work += plan_.lat_iterations;
+      if (plan_.bandwidth) work += static_cast<double>(plan_.bw_iterations) * o_.qps;
+    }
+    return work;
+  }
+
+  void AddLossRule(Workload& w) const {
+    if (o_.loss <= 0) return;
+    w.fabric().AddFault(DropPackets().Always().WithProbability(o_.loss));  // every packet, both ways
+  }
+
+  void StartTrace(Workload& w, bool traced) const {
+    if (traced) w.fabric().Trace().Requests().Enable();
+    if (o_.log && traced) {
+      w.fabric().Trace().SetSink(
+          [](std::string_view line) { std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data()); });
+      w.fabric().Trace().EnableAll();
+    }
+  }
+
+  static void WriteTrace(Workload& w, std::ofstream* trace) {
+    if (trace == nullptr) return;
+    w.fabric().Trace().Requests().WriteChromeTrace(*trace);
+    trace->flush();
+  }
+
+  LatencyFigures MeasureLatency(SizeResult& result, std::ofstream* trace) {
+    const auto wall0 = Clock::now();
+    Workload w(ConfigFor(o_, plan_, result.bytes));
+    AddLossRule(w);
+    StartTrace(w, trace != nullptr || (o_.log && !plan_.bandwidth && result.bytes == plan_.sizes.back()));
+    std::vector<double> samples;
+    samples.reserve(static_cast<std::size_t>(plan_.lat_iterations));
+    constexpr int kChunk = 100;  // iterations between progress updates
+    for (int done = 0; done < plan_.lat_iterations; done += kChunk) {
+      const int n = std::min(kChunk, plan_.lat_iterations - done);
+      const std::vector<double> chunk = w.Latency(n);
+      samples.insert(samples.end(), chunk.begin(), chunk.end());
+      progress_.Advance(n);
+    }
+    WriteTrace(w, trace);
+    result.latency = LatencyOf(std::move(samples));
+    result.simulated_ops += static_cast<std::uint64_t>(plan_.lat_iterations) * (plan_.op == Operation::kRead ? 1 : 2);
+    result.wall_seconds += std::chrono::duration<double>(Clock::now() - wall0).count();
+    return *result.latency;
+  }
+
+  BandwidthFigures MeasureBandwidth(SizeResult& result, std::ofstream* trace) {
+    const auto wall0 = Clock::now();
+    Workload w(ConfigFor(o_, plan_, result.bytes));
+    AddLossRule(w);
+    StartTrace(w, trace != nullptr || (o_.log && result.bytes == plan_.sizes.back()));
+    const std::size_t messages = static_cast<std::size_t>(plan_.bw_iterations) * static_cast<std::size_t>(o_.qps);
+    const TimePoint start = w.fabric().Now();
+    // Payload reaches the responder for writes and sends, the initiator for reads.
+    Node& receiver = plan_.op == Operation::kRead ? *w.pair().a().node : *w.pair().b().node;
+    const std::uint64_t bytes0 = receiver.Counters().bytes_received;
+    std::vector<StreamPoint> points{{0.0, 0, 0}};
+    std::size_t reported = 0;
+    const Duration elapsed = w.Stream(messages, [&](std::size_t done, std::size_t) {
+      points.push_back({ToNanoseconds(w.fabric().Now() - start), done, receiver.Counters().bytes_received - bytes0});
+      progress_.Advance(static_cast<double>(done - reported));
+      reported = done;
+    });
+    WriteTrace(w, trace);
+    BandwidthFigures f;
+    f.iterations = messages;
+    const double ns = ToNanoseconds(elapsed);
+    f.elapsed_us = ns / 1000;
+    f.msg_rate_mpps = ns > 0 ? static_cast<double>(messages) / ns * 1e3 : 0;
+    f.bw_avg_bytes_per_s = ns > 0 ? static_cast<double>(messages) * result.bytes / ns * 1e9 : 0;
+    if (!o_.no_peak) {
+      // A stretch of at least one window on every QP (or the whole run, if shorter).
+      const std::size_t stretch =
+          std::min(messages, static_cast<std::size_t>(o_.tx_depth) * static_cast<std::size_t>(o_.qps));
+      f.bw_peak_bytes_per_s = std::max(PeakBytesPerSecond(points, stretch), f.bw_avg_bytes_per_s);
+    }
+    result.bandwidth = f;
+    result.simulated_ops += messages;
+    result.wall_seconds += std::chrono::duration<double>(Clock::now() - wall0).count();
+    return f;
+  }
+
+  nlohmann::json Json() const {
+    nlohmann::json config = {
+        {"op", OpName(plan_.op)},
+        {"profile", plan_.profile.name},
+        {"sizes", plan_.sizes},
+        {"lat_iterations", plan_.latency ? plan_.lat_iterations : 0},
+        {"bw_iterations", plan_.bandwidth ? plan_.bw_iterations : 0},
+        {"qps", o_.qps},
+        {"post_list", o_.post_list},
+        {"cq_mod", o_.cq_mod},
+        {"tx_depth", o_.tx_depth},
+        {"inline_size", plan_.inline_size},
+        {"mtu_bytes", plan_.profile.mtu_bytes},
+        {"seed", o_.seed},
+        {"loss", o_.loss},
+        {"report_gbits", o_.report_gbits},
+        {"phases", o_.phases},
+        {"peak", !o_.no_peak},
+    };
+    nlohmann::json results = nlohmann::json::array();
+    for (const SizeResult& r : results_) {
+      nlohmann::json entry = {{"bytes", r.bytes}};
+      if (r.latency) {
+        const LatencyFigures& l = *r.latency;
+        entry["latency"] = {{"iterations", l.iterations}, {"t_min_us", l.t_min},   {"t_max_us", l.t_max},
+                            {"t_typical_us", l.t_typical}, {"t_avg_us", l.t_avg},   {"t_stdev_us", l.t_stdev},
+                            {"p99_us", l.p99},             {"p99_9_us", l.p99_9}};
+      }
+      if (r.bandwidth) {
+        const BandwidthFigures& b = *r.bandwidth;
+        entry["bandwidth"] = {{"iterations", b.iterations},
+                              {"bw_peak_MBps", Mbytes(b.bw_peak_bytes_per_s)},
+                              {"bw_avg_MBps", Mbytes(b.bw_avg_bytes_per_s)},
+                              {"bw_peak_gbps", Gbits(b.bw_peak_bytes_per_s)},
+                              {"bw_avg_gbps", Gbits(b.bw_avg_bytes_per_s)},
+                              {"msg_rate_mpps", b.msg_rate_mpps},
+                              {"elapsed_us", b.elapsed_us}};
+      }
+      entry["sim_ops_per_wall_s"] = r.wall_seconds > 0 ? static_cast<double>(r.simulated_ops) / r.wall_seconds : 0.0;
+      results.push_back(std::move(entry));
+    }
+    const HardwareProfile& p = plan_.profile;
+    return {{"tool", "ndksim-perf"},
+            {"version", NDKSIM_VERSION_STRING},
+            {"config", std::move(config)},
+            {"profile",
+             {{"name", p.name},
+              {"transport", Name(p.transport)},
+              {"link_gbps", static_cast<double>(p.link_rate.bits_per_second) / 1e9},
+              {"mtu_bytes", p.mtu_bytes}}},
+            {"results", std::move(results)}};
+  }
+
+  const Options& o_;
+  const Plan& plan_;
+  Progress progress_;
+  std::vector<SizeResult> results_;
+};
 
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o;
-  if (!ParseOptions(argc, argv, &o)) {
-    Usage();
+  CLI::App app{
+      "ndksim-perf: perftest's latency and bandwidth tests (ib_write/read/send_lat/bw) on the simulated RNIC.\n"
+      "Times, bandwidths and rates are simulated; the last line gives the simulator's own speed.",
+      "ndksim-perf"};
+  app.get_formatter()->column_width(34);
+  app.set_version_flag("-V,--version", fmt::format("ndksim-perf {}", NDKSIM_VERSION_STRING));
+  app.add_option("--op", o.op, "operation: write, read or send (perftest's ib_<op>_lat / ib_<op>_bw)")
+      ->check(CLI::IsMember({"write", "read", "send"}))
+      ->capture_default_str();
+  app.add_option("-d,--ib-dev,--profile", o.profile,
+                 "the simulated device: connectx-100g-roce, iwarp or functional (zero-delay)")
+      ->check(CLI::IsMember({"connectx-100g-roce", "iwarp", "functional"}))
+      ->capture_default_str();
+  app.add_option("-s,--size", o.size, "message size in bytes (default: 2, 8, 64, 512, 4096 and 65536)")
+      ->check(CLI::Range(0u, 1u << 31));
+  app.add_flag("-a,--all", o.all_sizes, "every power of two from 2 B to 8 MiB (as perftest's -a)");
+  app.add_option("--sweep", o.sweep, "sizes MIN, 2*MIN, 4*MIN, ... up to MAX bytes (MIN:MAX)");
+  app.add_option("-n,--iters", o.iterations,
+                 "iterations: the latency test's messages, and the bandwidth test's messages per QP "
+                 "(default 1000 and 5000, as perftest)")
+      ->check(CLI::Range(1, 100'000'000));
+  app.add_option("-q,--qp,--qps", o.qps, "QPs (connections) the bandwidth test uses round robin")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("-l,--post_list,--post-list", o.post_list, "requests per doorbell (NDK_OP_FLAG_DEFER chains)")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  app.add_option("-Q,--cq-mod,--signal-every", o.cq_mod, "one signaled request in N (bandwidth test)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("-t,--tx-depth,--window", o.tx_depth, "requests in flight per QP (bandwidth test)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("-I,--inline_size,--inline-size", o.inline_size,
+                 "post payloads up to N bytes inline (default: up to 236 B in the latency test, none in the "
+                 "bandwidth test, as perftest; reads carry no payload)")
+      ->check(CLI::Range(0LL, 1LL << 20));
+  app.add_flag("--inline", o.inline_all, "post every payload inline that the profile allows");
+  app.add_option("-m,--mtu", o.mtu, "path MTU in bytes: 256, 512, 1024, 2048 or 4096 (default: the profile's)");
+  app.add_option("-c,--connection", o.connection, "transport service: RC (NDK connections are RC)")
+      ->capture_default_str();
+  app.add_option("--phases", o.phases, "which tests run: lat, bw or both")
+      ->check(CLI::IsMember({"lat", "bw", "both"}))
+      ->capture_default_str();
+  app.add_flag("--report_gbits,--report-gbits", o.report_gbits, "bandwidth in Gb/sec instead of MB/sec (2^20 B/s)");
+  app.add_flag("-N,--noPeak,--no-peak", o.no_peak, "do not compute the peak bandwidth");
+  app.add_option("--seed", o.seed, "the fabric's seed")->capture_default_str();
+  app.add_option("--loss", o.loss,
+                 "the wire loses each packet with probability P (a seeded fault rule); retransmissions show in "
+                 "latency tails and bandwidth")
+      ->check(CLI::Range(0.0, 0.5));
+  app.add_option("--out_json,--out-json", o.json_path, "write every figure and the configuration as JSON to FILE");
+  app.add_option("--trace", o.trace_path,
+                 "write the request trace of the last size (bandwidth test, else latency) for Perfetto to FILE");
+  app.add_flag("--log", o.log, "every block's trace lines of the last size's last test on stderr (long)");
+  app.add_flag("--no-progress", o.no_progress, "no progress bar on stderr");
+  app.add_flag("--dry-run", o.dry_run, "check the arguments and the configuration of every size, run nothing");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    const Plan plan = MakePlan(o);
+    if (o.dry_run) {
+      for (const ULONG size : plan.sizes) Workload::Validate(ConfigFor(o, plan, size));
+      std::printf("ndksim-perf: %s on %s, %zu size(s): the configuration is valid\n", OpName(plan.op).data(),
+                  std::string(plan.profile.name).c_str(), plan.sizes.size());
+      return 0;
+    }
+    auto trace = OpenOutput(o.trace_path, "--trace");
+    auto json = OpenOutput(o.json_path, "--out_json");
+    Run run(o, plan);
+    return run.Execute(trace.get(), json.get());
+  } catch (const BadArguments& e) {
+    std::fprintf(stderr, "ndksim-perf: %s\nRun with --help for more information.\n", e.what());
     return 2;
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "ndksim-perf: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ndksim-perf: %s\n", e.what());
+    return 1;
   }
-  const char* op_name = o.op == Op::kWrite ? "write" : o.op == Op::kRead ? "read" : "send";
-  // What is posted inline: perftest's defaults, or the asked size capped by the profile's maximum.
-  const long long max_inline = FindProfile(o.profile)->max_inline_bytes;
-  const std::string inline_note =
-      o.inline_size < 0 ? fmt::format(", inline up to {} B in the latency phase", std::min(Workload::kLatencyInlineDefault, max_inline))
-                        : fmt::format(", inline up to {} B", std::min(o.inline_size, max_inline));
-  const std::string loss_note = o.loss > 0 ? fmt::format(", packet loss {}", o.loss) : "";
-  std::printf("ndksim-perf: op %s, profile %s, %d iterations, %d QP(s), post list %d, signal every %d, window %d%s%s\n",
-              op_name, o.profile.c_str(), o.iterations, o.qps, o.post_list, o.signal_every, o.window,
-              o.op == Op::kRead ? "" : inline_note.c_str(), loss_note.c_str());
-  std::printf("%10s %12s %12s %12s %12s %12s %16s\n", "bytes", "lat min us", "lat med us", "lat p99 us", "BW Gb/s",
-              "rate Mpps", "sim ops/wall-s");
-  for (const ULONG size : o.sizes) {
-    if (o.op == Op::kWrite && size == 0) {
-      std::fprintf(stderr, "ndksim-perf: write latency needs at least 1 byte; skipping size 0\n");
-      continue;
-    }
-    const auto wall0 = std::chrono::steady_clock::now();
-    WorkloadConfig c;
-    c.fabric.profile = *FindProfile(o.profile);
-    c.fabric.seed = o.seed;
-    c.op = o.op;
-    c.bytes = size;
-    c.qps = o.qps;
-    c.window = static_cast<std::size_t>(std::max(o.window, o.post_list));
-    c.post_list = static_cast<std::size_t>(o.post_list);
-    c.signal_every = static_cast<std::size_t>(o.signal_every);
-    c.inline_size = o.inline_size;
-    try {
-      Workload w(c);
-      if (o.loss > 0) {
-        FaultRule loss;  // every packet, both ways, once connected
-        loss.action = FaultAction::kDrop;
-        loss.count = kEveryTime;
-        loss.probability = o.loss;
-        w.fabric().AddFault(loss);
-      }
-      const int lat_iters = std::min(o.iterations, 2000);
-      std::vector<double> lat = w.Latency(lat_iters);
-      std::sort(lat.begin(), lat.end());
-      const bool last_size = size == o.sizes.back();
-      const bool trace = !o.trace_path.empty() && last_size;
-      if (trace) w.fabric().Trace().Requests().Enable();
-      if (o.log && last_size) {
-        w.fabric().Trace().SetSink(
-            [](std::string_view line) { std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data()); });
-        w.fabric().Trace().EnableAll();
-      }
-      auto last_report = std::chrono::steady_clock::now();
-      // Long runs report how far they are, at most once per wall-clock second, on stderr.
-      const auto progress = [&](std::size_t done, std::size_t total) {
-        const auto now = std::chrono::steady_clock::now();
-        if (!o.progress || now - last_report < std::chrono::seconds(1)) return;
-        last_report = now;
-        std::fprintf(stderr, "  %u B: %zu of %zu messages\n", size, done, total);
-      };
-      const auto messages = static_cast<std::size_t>(o.iterations);
-      const Duration elapsed = w.Stream(messages, progress);
-      if (trace) {
-        std::ofstream out(o.trace_path);
-        w.fabric().Trace().Requests().WriteChromeTrace(out);
-        if (!out) {
-          std::fprintf(stderr, "ndksim-perf: cannot write %s\n", o.trace_path.c_str());
-          return 1;
-        }
-      }
-      const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-      const double p99 = lat[std::min(lat.size() - 1, lat.size() * 99 / 100)];
-      std::printf("%10u %12.3f %12.3f %12.3f %12.2f %12.3f %16.0f\n", size, lat.front() / 1000,
-                  lat[lat.size() / 2] / 1000, p99 / 1000, w.Gbps(messages, elapsed), Workload::Mpps(messages, elapsed),
-                  (o.iterations + lat_iters) / wall);
-      std::fflush(stdout);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "ndksim-perf: %s\n", e.what());
-      return 1;
-    }
-  }
-  return 0;
 }

@@ -53,15 +53,15 @@ enum class FaultAction : std::uint8_t {
   // remote access error, and the token stays invalid.
   kInvalidateToken,
   // kCqeWrite. The CQ behaves as if full: overrun, the CQ and every QP on it become unusable and
-  // the next arm reports STATUS_BUFFER_OVERFLOW (ref §3.13).
+  // the next arm reports STATUS_BUFFER_OVERFLOW, as the NDK CQ notification rules specify.
   kOverrun,
   // kPayloadRead. The read returns an uncorrectable error (a PCIe completer abort or poisoned
   // data): the request completes with STATUS_INTERNAL_ERROR, the QP enters the error state and
   // the peer's QP is told (its outstanding requests are flushed).
   kFailDma,
   // kAdapter. A catastrophic NIC error: every CQ dies (the next arm, or the one pending, reports
-  // STATUS_INTERNAL_ERROR, ref §3.13), every SRQ's callback gets STATUS_INTERNAL_ERROR (ref
-  // §3.16), every connection is aborted (disconnect events), and the NIC neither sends, receives
+  // STATUS_INTERNAL_ERROR), every SRQ's callback gets STATUS_INTERNAL_ERROR (the SRQ and its QPs
+  // are dead), every connection is aborted (disconnect events), and the NIC neither sends, receives
   // nor takes work again (only CQ arms, which report the error). Peers find out through their
   // own retry timeouts. Needs FaultMatch::node.
   kFailAdapter,

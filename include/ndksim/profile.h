@@ -19,7 +19,8 @@ enum class Transport : std::uint8_t { kRoCEv2, kIWarp, kInfiniBand };
 std::string_view Name(Transport t);
 
 // What the initiator's completion reports when the peer refuses a request's token, rights or range
-// (ndk-reference §4.7: NDSPI tests expect ACCESS_VIOLATION, the NdkRead page REMOTE_RESOURCES).
+// (the public sources disagree: the user-mode NetworkDirect tests expect ACCESS_VIOLATION, the
+// NdkRead page names REMOTE_RESOURCES).
 enum class RemoteAccessErrorStatus : std::uint8_t { kAccessViolation, kRemoteResources };
 
 struct HardwareProfile {
@@ -106,15 +107,15 @@ struct HardwareProfile {
   std::uint32_t max_mrs = 0;           // protection table entries
 
   // ---- optional capabilities (NDK_ADAPTER_INFO.AdapterFlags) ----
-  // The completion engine can delay notifications (NdkControlCqInterruptModeration, ref §3.14);
+  // The completion engine can delay notifications (NdkControlCqInterruptModeration);
   // without it the call returns STATUS_NOT_SUPPORTED and the adapter flag is clear.
   bool cq_interrupt_moderation = true;
-  // RDMA read destinations need NDK_MR_FLAG_RDMA_READ_SINK / NDK_OP_FLAG_RDMA_READ_SINK (ref §1.7,
-  // §3.3). iWARP RNICs need it (the sink is an STag advertised to the peer); IB/RoCE do not, and
-  // then report NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED.
+  // RDMA read destinations need NDK_MR_FLAG_RDMA_READ_SINK / NDK_OP_FLAG_RDMA_READ_SINK. iWARP
+  // RNICs need it (the sink is an STag advertised to the peer); IB/RoCE do not, and then report
+  // NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED.
   bool read_sink_required = false;
   // Honours NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE and reports
-  // NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED (ref §1.4, §1.7).
+  // NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED; without it the op flag is ignored.
   bool read_local_invalidate = true;
   // Each NdkFastRegister gives the MR a new key byte, so the token changes at every registration
   // and a stale token from an earlier registration can never reach the new one (as RNICs that
@@ -126,7 +127,7 @@ struct HardwareProfile {
 // Every problem found in `p`, one message per bad field naming it; empty when valid.
 std::vector<std::string> Validate(const HardwareProfile& p);
 
-// Thrown by constructors given a bad configuration (error kind 2 of DESIGN.md).
+// Thrown by constructors given a bad configuration (error kind 2 in docs/architecture.md).
 class ConfigurationError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
@@ -216,9 +217,10 @@ constexpr HardwareProfile MakeIWarp() {
   p.vendor_id = 0x1425;  // Chelsio
   p.device_id = 0x6408;  // T6
   // An iWARP responder reports a bad STag or range with a TERMINATE carrying a remote operation
-  // error; the initiator sees the request fail at the remote end (ref §4.7, NdkRead page).
+  // error; the initiator sees the request fail at the remote end (STATUS_REMOTE_RESOURCES, the
+  // code the NdkRead page gives for a read beyond the remote memory).
   p.remote_access_error = RemoteAccessErrorStatus::kRemoteResources;
-  p.read_sink_required = true;       // ref §1.7: the read sink is an STag the peer writes into
+  p.read_sink_required = true;       // the read sink is an STag the peer writes into
   p.read_local_invalidate = false;
   // preamble+SFD 8, IFG 12, Ethernet 14, FCS 4, IPv4 20, TCP 20 + timestamps 12, MPA 2 + CRC 4,
   // DDP/RDMAP tagged header 14
@@ -255,7 +257,7 @@ constexpr HardwareProfile MakeFunctional() {
 
 // A ConnectX-class 100 GbE RoCEv2 RNIC on PCIe Gen3 x16 (the default).
 inline constexpr HardwareProfile kConnectX100GbeRoce = detail::MakeConnectX();
-// An iWARP personality of the same NIC: read sinks need the READ_SINK right (ref §1.7) and
+// An iWARP personality of the same NIC: read sinks need the READ_SINK right and
 // reads cannot invalidate locally.
 inline constexpr HardwareProfile kIWarp = detail::MakeIWarp();
 // Zero-delay functional model: every block completes at once; for fast unit tests.

@@ -47,10 +47,9 @@ class Workload {
     Validate(c);
     QpPairConfig p;
     p.fabric = c.fabric;
-    p.initiator_queue_depth = static_cast<ULONG>(c.window + 1);
-    // Streaming keeps a window of receives posted on top of the latency phase's depth.
-    p.receive_queue_depth = static_cast<ULONG>(std::max<std::size_t>(c.window, 16) + kReceiveDepth + 1);
-    p.cq_depth = 4 * (p.initiator_queue_depth + p.receive_queue_depth) * static_cast<ULONG>(c.qps);
+    p.initiator_queue_depth = static_cast<ULONG>(InitiatorDepth(c.window));
+    p.receive_queue_depth = static_cast<ULONG>(ReceiveDepth(c.window));
+    p.cq_depth = static_cast<ULONG>(CqDepth(c.window, static_cast<std::uint64_t>(c.qps)));
     // Room for inline data only where this size may be posted inline (it makes WQEs larger).
     max_inline_ = c.fabric.profile.max_inline_bytes;
     const long long limit = std::min(c.inline_size >= 0 ? c.inline_size : kLatencyInlineDefault, max_inline_);
@@ -90,24 +89,42 @@ class Workload {
     if (c.post_list > c.window) {
       refuse(fmt::format("a post list of {} does not fit in a window of {} requests in flight", c.post_list, c.window));
     }
-    if (c.window + 1 > p.max_initiator_queue_depth) {
-      refuse(fmt::format("a window of {} needs an initiator queue of {} entries; profile {} allows at most {}", c.window,
-                         c.window + 1, p.name, p.max_initiator_queue_depth));
+    if (c.window > MaxWindow(p)) {
+      refuse(fmt::format("a window of {} needs an initiator queue of {} and a receive queue of {} entries; profile {} "
+                         "allows at most a window of {}", c.window, InitiatorDepth(c.window), ReceiveDepth(c.window),
+                         p.name, MaxWindow(p)));
     }
-    const std::uint64_t rq = std::max<std::uint64_t>(c.window, 16) + kReceiveDepth + 1;
-    if (rq > p.max_receive_queue_depth) {
-      refuse(fmt::format("a window of {} needs a receive queue of {} entries; profile {} allows at most {}", c.window,
-                         rq, p.name, p.max_receive_queue_depth));
-    }
-    const std::uint64_t cq = 4 * (c.window + 1 + rq) * static_cast<std::uint64_t>(c.qps);
-    if (cq > p.max_cq_depth) {
-      refuse(fmt::format("{} QPs with a window of {} need a CQ of {} entries; profile {} allows at most {}", c.qps,
-                         c.window, cq, p.name, p.max_cq_depth));
+    if (static_cast<std::uint64_t>(c.qps) > MaxQps(p, c.window)) {
+      refuse(fmt::format("qps is {}; with a window of {}, profile {} allows at most {} QPs (each side's CQs serve "
+                         "every QP, {} entries per QP, at most {} entries per CQ)", c.qps, c.window, p.name,
+                         MaxQps(p, c.window), CqDepth(c.window, 1), p.max_cq_depth));
     }
     if (c.bytes > p.max_transfer_bytes) {
       refuse(fmt::format("a message of {} bytes is larger than profile {}'s maximum transfer of {} bytes", c.bytes,
                          p.name, p.max_transfer_bytes));
     }
+  }
+
+  // The queue depths a window needs: the initiator queue holds the window (and one more); each
+  // receive queue keeps a window of receives (at least 16) on top of the latency phase's depth; a
+  // CQ serves both queues of every QP of its side, twice over.
+  static std::uint64_t InitiatorDepth(std::size_t window) { return window + 1; }
+  static std::uint64_t ReceiveDepth(std::size_t window) {
+    return std::max<std::uint64_t>(window, 16) + kReceiveDepth + 1;
+  }
+  static std::uint64_t CqDepth(std::size_t window, std::uint64_t qps) {
+    return 2 * (InitiatorDepth(window) + ReceiveDepth(window)) * qps;
+  }
+  // The largest window and QP count a profile allows this workload.
+  static std::size_t MaxWindow(const HardwareProfile& p) {
+    const std::uint64_t by_initiator = p.max_initiator_queue_depth - 1;
+    const std::uint64_t by_receive = p.max_receive_queue_depth > kReceiveDepth + 1
+                                         ? p.max_receive_queue_depth - kReceiveDepth - 1
+                                         : 0;
+    return static_cast<std::size_t>(std::min(by_initiator, by_receive));
+  }
+  static std::uint64_t MaxQps(const HardwareProfile& p, std::size_t window) {
+    return std::min<std::uint64_t>(p.max_qps, p.max_cq_depth / CqDepth(window, 1));
   }
 
   Fabric& fabric() { return pair_->fabric(); }

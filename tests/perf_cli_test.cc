@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: MIT
+// ndksim-perf as a user runs it: perftest's options, its tables and units, the JSON output, every
+// bad argument refused by name with a non-zero exit, and every command line the docs show.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ndksim/version.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+// Runs ndksim-perf with `args` (shell words), capturing stdout and stderr.
+Outcome Perf(const std::string& args) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path();
+  const std::string err_path = (dir / ("ndksim_perf_err_" + std::to_string(::getpid()))).string();
+  const std::string command = std::string(NDKSIM_PERF_PATH) + " --no-progress " + args + " 2>" + err_path;
+  Outcome o;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return o;
+  std::array<char, 4096> buffer{};
+  std::size_t n = 0;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) o.out.append(buffer.data(), n);
+  const int status = ::pclose(pipe);
+  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_path);
+  std::stringstream text;
+  text << err.rdbuf();
+  o.err = text.str();
+  std::filesystem::remove(err_path);
+  return o;
+}
+
+// ---- regressions of the first hour ---------------------------------------------------------------
+
+TEST(PerfCli, WritesOnTwoQpsComplete) {
+  const Outcome o = Perf("--op write --size 64 --iters 200 --qps 2");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+}
+
+TEST(PerfCli, ReadsOnTwoQpsComplete) {
+  const Outcome o = Perf("--op read --size 64 --iters 100 --qps 2");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+}
+
+TEST(PerfCli, ReadsOnTheIWarpProfileComplete) {
+  const Outcome o = Perf("--profile iwarp --op read --size 4096 --iters 50");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+}
+
+// ---- perftest's options and tables -------------------------------------------------------------
+
+TEST(PerfCli, TakesPerftestsShortOptions) {
+  const Outcome o = Perf("-s 64 -n 100 -q 4 -l 16 -I 64 -Q 16 -t 64 --report_gbits");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr(" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]"));
+  EXPECT_THAT(o.out, HasSubstr(" Number of qps   : 4 "));
+  EXPECT_THAT(o.out, HasSubstr(" Post List      : 16"));
+}
+
+TEST(PerfCli, PrintsPerftestsLatencyColumns) {
+  const Outcome o = Perf("-s 8 -n 50 --phases lat");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    "
+                               "t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]"));
+  EXPECT_THAT(o.out, ::testing::Not(HasSubstr("BW average")));
+}
+
+TEST(PerfCli, ReportsMegabytesPerSecondByDefault) {
+  const Outcome o = Perf("-s 4096 -n 100 --phases bw");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("BW average[MB/sec]"));
+}
+
+TEST(PerfCli, AllSizesRunFromTwoBytes) {
+  const Outcome o = Perf("-a -n 2 --phases bw --profile functional --dry-run");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("23 size(s)"));
+}
+
+TEST(PerfCli, PrintsHelpOnStdout) {
+  const Outcome o = Perf("--help");
+  EXPECT_EQ(o.exit_code, 0);
+  EXPECT_THAT(o.out, HasSubstr("Usage: ndksim-perf"));
+  EXPECT_THAT(o.out, HasSubstr("--report_gbits"));
+  EXPECT_TRUE(o.err.empty()) << o.err;
+}
+
+TEST(PerfCli, PrintsItsVersion) {
+  const Outcome o = Perf("--version");
+  EXPECT_EQ(o.exit_code, 0);
+  EXPECT_EQ(o.out, std::string("ndksim-perf ") + NDKSIM_VERSION_STRING + "\n");
+}
+
+// ---- the JSON output -------------------------------------------------------------------------------
+
+TEST(PerfCli, WritesEveryFigureAndTheConfigurationAsJson) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("ndksim_perf_" + std::to_string(::getpid()) + ".json")).string();
+  const Outcome o = Perf("--op send -s 1024 -n 40 -q 2 --out_json " + path);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  std::ifstream in(path);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  std::filesystem::remove(path);
+  EXPECT_EQ(j["tool"], "ndksim-perf");
+  EXPECT_EQ(j["version"], NDKSIM_VERSION_STRING);
+  EXPECT_EQ(j["config"]["op"], "send");
+  EXPECT_EQ(j["config"]["qps"], 2);
+  EXPECT_EQ(j["config"]["profile"], "connectx-100g-roce");
+  ASSERT_EQ(j["results"].size(), 1u);
+  const nlohmann::json& r = j["results"][0];
+  EXPECT_EQ(r["bytes"], 1024);
+  EXPECT_EQ(r["latency"]["iterations"], 40);
+  EXPECT_GT(r["latency"]["t_typical_us"].get<double>(), 0.0);
+  EXPECT_LE(r["latency"]["t_min_us"].get<double>(), r["latency"]["p99_9_us"].get<double>());
+  EXPECT_EQ(r["bandwidth"]["iterations"], 80);  // per QP, as perftest counts
+  EXPECT_GE(r["bandwidth"]["bw_peak_gbps"].get<double>(), r["bandwidth"]["bw_avg_gbps"].get<double>());
+  EXPECT_LT(r["bandwidth"]["bw_peak_gbps"].get<double>(), 100.0);  // never above the link
+}
+
+// ---- bad arguments, each named ---------------------------------------------------------------------
+
+TEST(PerfCli, TooManyQpsAreRefusedWithTheLimit) {
+  const Outcome o = Perf("--qps 100000");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_THAT(o.err, HasSubstr("--qp 100000: profile connectx-100g-roce allows at most 1913 QPs with --tx-depth 128"));
+}
+
+TEST(PerfCli, AZeroByteWriteLatencyIsRefusedByName) {
+  const Outcome o = Perf("--size 0");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_THAT(o.err, HasSubstr("--size 0: write latency polls the last byte"));
+  EXPECT_TRUE(o.out.empty());
+}
+
+TEST(PerfCli, ZeroByteReadsAreMeasured) {
+  const Outcome o = Perf("--op read --size 0 -n 20");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("\n 0       20 "));
+}
+
+TEST(PerfCli, AnUnwritableTracePathFailsBeforeTheRun) {
+  const Outcome o = Perf("--size 8 -n 10 --trace /nonexistent-dir/trace.json");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_THAT(o.err, HasSubstr("--trace /nonexistent-dir/trace.json: cannot write the file"));
+  EXPECT_TRUE(o.out.empty());
+}
+
+TEST(PerfCli, APostListLongerThanTheTxDepthIsRefusedByName) {
+  const Outcome o = Perf("-s 8 -l 200 -t 128");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_THAT(o.err, HasSubstr("--post_list 200 does not fit in --tx-depth 128"));
+}
+
+TEST(PerfCli, AnUnknownOptionIsNamed) {
+  const Outcome o = Perf("--bogus");
+  EXPECT_NE(o.exit_code, 0);
+  EXPECT_THAT(o.err, HasSubstr("--bogus"));
+}
+
+TEST(PerfCli, AnOutOfRangeValueIsNamed) {
+  const Outcome o = Perf("--loss 0.9");
+  EXPECT_NE(o.exit_code, 0);
+  EXPECT_THAT(o.err, HasSubstr("--loss"));
+}
+
+TEST(PerfCli, AnUnknownProfileIsNamed) {
+  const Outcome o = Perf("--profile cx9");
+  EXPECT_NE(o.exit_code, 0);
+  EXPECT_THAT(o.err, HasSubstr("cx9"));
+}
+
+// ---- every command line the docs show is valid ---------------------------------------------------
+
+// The arguments of each `scripts/run.sh ...` line of the Markdown files' sh blocks.
+std::vector<std::string> DocumentedCommands() {
+  std::vector<std::string> commands;
+  std::vector<std::filesystem::path> files = {std::filesystem::path(NDKSIM_SOURCE_DIR) / "README.md"};
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(NDKSIM_SOURCE_DIR) / "docs")) {
+    if (entry.path().extension() == ".md") files.push_back(entry.path());
+  }
+  const std::regex run(R"(^(?:\$ )?scripts/run\.sh(.*?)\s*(#.*)?$)");
+  for (const auto& file : files) {
+    std::ifstream in(file);
+    std::string line;
+    bool in_sh = false;
+    while (std::getline(in, line)) {
+      if (line.rfind("```", 0) == 0) {
+        in_sh = !in_sh && line.rfind("```sh", 0) == 0;
+        continue;
+      }
+      std::smatch m;
+      if (in_sh && std::regex_match(line, m, run)) commands.push_back(m[1].str());
+    }
+  }
+  return commands;
+}
+
+TEST(PerfCli, EveryCommandTheDocsShowIsValid) {
+  const std::vector<std::string> commands = DocumentedCommands();
+  EXPECT_GE(commands.size(), 5u);
+  for (const std::string& args : commands) {
+    const Outcome o = Perf(args + " --dry-run");
+    EXPECT_EQ(o.exit_code, 0) << "scripts/run.sh" << args << ": " << o.err;
+  }
+}
+
+}  // namespace
