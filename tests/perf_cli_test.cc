@@ -191,7 +191,8 @@ TEST(PerfCli, AnUnknownProfileIsNamed) {
 
 // ---- every command line the docs show is valid ---------------------------------------------------
 
-// The arguments of each `scripts/run.sh ...` line of the Markdown files' sh blocks.
+// The arguments of each `scripts/run.sh ...` line of the Markdown files' sh blocks, and of each
+// `ndksim-perf ...` they quote inline.
 std::vector<std::string> DocumentedCommands() {
   std::vector<std::string> commands;
   std::vector<std::filesystem::path> files = {std::filesystem::path(NDKSIM_SOURCE_DIR) / "README.md"};
@@ -199,6 +200,7 @@ std::vector<std::string> DocumentedCommands() {
     if (entry.path().extension() == ".md") files.push_back(entry.path());
   }
   const std::regex run(R"(^(?:\$ )?scripts/run\.sh(.*?)\s*(#.*)?$)");
+  const std::regex inline_command(R"(`ndksim-perf([^`]*)`)");
   for (const auto& file : files) {
     std::ifstream in(file);
     std::string line;
@@ -210,6 +212,10 @@ std::vector<std::string> DocumentedCommands() {
       }
       std::smatch m;
       if (in_sh && std::regex_match(line, m, run)) commands.push_back(m[1].str());
+      // `ndksim-perf ...` written inline in prose and tables.
+      for (auto it = std::sregex_iterator(line.begin(), line.end(), inline_command); it != std::sregex_iterator(); ++it) {
+        commands.push_back((*it)[1].str());
+      }
     }
   }
   return commands;
@@ -217,7 +223,7 @@ std::vector<std::string> DocumentedCommands() {
 
 TEST(PerfCli, EveryCommandTheDocsShowIsValid) {
   const std::vector<std::string> commands = DocumentedCommands();
-  EXPECT_GE(commands.size(), 5u);
+  EXPECT_GE(commands.size(), 10u);
   for (const std::string& args : commands) {
     const Outcome o = Perf(args + " --dry-run");
     EXPECT_EQ(o.exit_code, 0) << "scripts/run.sh" << args << ": " << o.err;

@@ -4,7 +4,9 @@
 // counters, so a figure it reports is known to come from the traffic it claims.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 #include "ndksim/workload.h"
 
@@ -165,6 +167,27 @@ TEST(WorkloadConfigTest, AWindowDeeperThanTheQueueLimitIsRefusedWithTheLimit) {
   WorkloadConfig c = Config(Operation::kWrite, 64);
   c.window = 1 << 20;
   EXPECT_THROW(Workload{c}, std::invalid_argument);
+}
+
+// perftest's latency tests post writes up to 220 B inline and sends up to 236 B. Seen in the NIC's
+// counters: an inline write of 220 B fits the 256-B doorbell write-through and needs no DMA read; a
+// 228-B write gathers its payload. An inline send of 236 B is too large for the write-through, so
+// its WQE (with the payload) is fetched; a 244-B send's small WQE is written through and its payload
+// gathered.
+QpCounters LatencyCounters(Operation op, ULONG bytes) {
+  Workload w(Config(op, bytes));
+  w.Latency(8);
+  return CountersOf(w, w.Initiators()[0]);
+}
+
+TEST(WorkloadLatency, WritesGoInlineUpTo220BytesAsPerftestPostsThem) {
+  EXPECT_EQ(LatencyCounters(Operation::kWrite, 220).dma_reads, 0u);
+  EXPECT_EQ(LatencyCounters(Operation::kWrite, 228).dma_reads, 8u);
+}
+
+TEST(WorkloadLatency, SendsGoInlineUpTo236BytesAsPerftestPostsThem) {
+  EXPECT_EQ(LatencyCounters(Operation::kSend, 236).wqes_fetched, 8u);
+  EXPECT_EQ(LatencyCounters(Operation::kSend, 244).wqes_by_mmio, 8u);
 }
 
 TEST(WorkloadLatency, WriteOfZeroBytesIsRefused) {

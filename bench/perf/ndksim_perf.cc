@@ -355,7 +355,7 @@ void PrintHeader(const Options& o, const Plan& plan, std::string_view what) {
   }
   std::printf(" Mtu             : %u[B]\n", p.mtu_bytes);
   const long long inline_max = plan.inline_size >= 0 ? plan.inline_size
-                               : what == "Latency" ? std::min<long long>(Workload::kLatencyInlineDefault, p.max_inline_bytes)
+                               : what == "Latency" ? std::min<long long>(Workload::LatencyInlineDefault(plan.op), p.max_inline_bytes)
                                                    : 0;
   std::printf(" Max inline data : %lld[B]%s\n", plan.op == Operation::kRead ? 0 : inline_max,
               plan.op == Operation::kRead ? " (reads carry no payload)" : "");
@@ -607,8 +607,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   app.add_option("-I,--inline_size,--inline-size", o.inline_size,
-                 "post payloads up to N bytes inline (default: up to 236 B in the latency test, none in the "
-                 "bandwidth test, as perftest; reads carry no payload)")
+                 "post payloads up to N bytes inline (default, as perftest: in the latency test up to 220 B for "
+                 "writes and 236 B for sends, none in the bandwidth test; reads carry no payload)")
       ->check(CLI::Range(0LL, 1LL << 20));
   app.add_flag("--inline", o.inline_all, "post every payload inline that the profile allows");
   app.add_option("-m,--mtu", o.mtu, "path MTU in bytes: 256, 512, 1024, 2048 or 4096 (default: the profile's)");

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Counters of one node's RNIC and of each of its QPs: plain fields, each updated in exactly one
 // place by the hardware block that owns the event. Read by tests and tools through
-// Node::Counters() and Node::QpCounters().
+// Node::Counters() and Node::CountersOf(qp).
 #pragma once
 
 #include <cstdint>

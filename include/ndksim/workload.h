@@ -30,7 +30,8 @@ struct WorkloadConfig {
   std::size_t post_list = 1;       // requests per doorbell (NDK_OP_FLAG_DEFER on all but the last)
   std::size_t signal_every = 16;   // one signaled request in N when streaming
   // Messages up to this many bytes are posted inline (capped by the profile's maximum); -1 means
-  // perftest's defaults: up to 236 B in the latency phase, nothing inline when streaming.
+  // perftest's defaults: in the latency phase up to 220 B for writes and 236 B for sends, nothing
+  // inline when streaming.
   long long inline_size = -1;
 };
 
@@ -38,7 +39,17 @@ class Workload {
  public:
   // Receives each side keeps posted ahead for send latency (ib_send_lat's receive depth).
   static constexpr std::size_t kReceiveDepth = 16;
-  static constexpr long long kLatencyInlineDefault = 236;
+  // perftest's inline defaults of its latency tests (ib_write_lat, ib_send_lat over RC).
+  static constexpr long long kLatencyInlineWrite = 220;
+  static constexpr long long kLatencyInlineSend = 236;
+  static constexpr long long LatencyInlineDefault(Operation op) {
+    switch (op) {
+      case Operation::kWrite: return kLatencyInlineWrite;
+      case Operation::kSend: return kLatencyInlineSend;
+      case Operation::kRead: return 0;  // a read request carries no payload
+    }
+    return 0;
+  }
   // How long a phase waits for a completion before it gives up (simulated time).
   static constexpr Duration kCompletionLimit = Milliseconds(1000);
 
@@ -52,7 +63,7 @@ class Workload {
     p.cq_depth = static_cast<ULONG>(CqDepth(c.window, static_cast<std::uint64_t>(c.qps)));
     // Room for inline data only where this size may be posted inline (it makes WQEs larger).
     max_inline_ = c.fabric.profile.max_inline_bytes;
-    const long long limit = std::min(c.inline_size >= 0 ? c.inline_size : kLatencyInlineDefault, max_inline_);
+    const long long limit = std::min(c.inline_size >= 0 ? c.inline_size : LatencyInlineDefault(c.op), max_inline_);
     p.inline_data_size = c.op != Operation::kRead && c.bytes <= limit ? c.bytes : 0;
     pair_ = std::make_unique<QpPair>(p);
     qa_.push_back(pair_->a().qp);
@@ -250,7 +261,7 @@ class Workload {
 
  private:
   ULONG InlineFlag() const {
-    const long long fallback = streaming_ ? 0 : kLatencyInlineDefault;
+    const long long fallback = streaming_ ? 0 : LatencyInlineDefault(c_.op);
     const long long limit = std::min(c_.inline_size >= 0 ? c_.inline_size : fallback, max_inline_);
     return c_.op != Operation::kRead && c_.bytes <= limit ? NDK_OP_FLAG_INLINE : 0;
   }
