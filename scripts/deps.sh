@@ -3,7 +3,7 @@
 # Installs the Debian packages ndksim needs to build and test, if any are missing.
 set -euo pipefail
 
-packages=(cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev libfmt-dev libcli11-dev nlohmann-json3-dev
+packages=(cmake ninja-build g++ pkg-config libgtest-dev libgmock-dev libbenchmark-dev libfmt-dev libcli11-dev nlohmann-json3-dev
           clang-tidy)
 missing=()
 for p in "${packages[@]}"; do
