@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Builds the libFuzzer harnesses (clang, ASan+UBSan, in build-fuzz/) and fuzzes each for a while.
+# Builds the libFuzzer harnesses (clang, ASan+UBSan: the build-address-undefined/ build that the
+# suite also runs under) and fuzzes each for a while.
 # Usage: scripts/fuzz.sh [SECONDS_PER_HARNESS] [HARNESS...]   (default: 60 s each, every harness)
 # Each harness starts from its checked-in seed corpus and regressions (tests/fuzz/corpus/NAME,
-# tests/fuzz/regressions/NAME) plus what earlier runs found (build-fuzz/corpus/NAME). An input that
-# breaks an invariant is written to build-fuzz/artifacts/ and the script exits non-zero; copy it
-# to tests/fuzz/regressions/NAME/ once the bug is fixed, so the suite replays it for ever.
+# tests/fuzz/regressions/NAME) plus what earlier runs found (build-address-undefined/corpus/NAME).
+# An input that breaks an invariant is written to build-address-undefined/artifacts/ and the script
+# exits non-zero; copy it to tests/fuzz/regressions/NAME/ once the bug is fixed, so the suite
+# replays it for ever.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
@@ -13,25 +15,10 @@ shift || true
 harnesses=("$@")
 [ ${#harnesses[@]} -eq 0 ] && harnesses=(ndk_program adversarial_peer ndk_bytes)
 
-scripts/deps.sh
-need=()
-for p in clang libclang-rt-14-dev; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
-done
-if [ ${#need[@]} -gt 0 ]; then
-  sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  export DEBIAN_FRONTEND=noninteractive
-  $sudo apt-get update -qq
-  $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
-fi
-
-dir=build-fuzz
-CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DNDKSIM_SANITIZE=address,undefined -DNDKSIM_BUILD_FUZZERS=ON \
-  -DNDKSIM_BUILD_TESTS=OFF -DNDKSIM_BUILD_BENCH=OFF -DNDKSIM_BUILD_EXAMPLES=OFF >/dev/null
-targets=()
-for h in "${harnesses[@]}"; do targets+=("ndksim_fuzz_$h"); done
-cmake --build "$dir" -j "${NDKSIM_JOBS:-$(nproc)}" --target "${targets[@]}" >&2
+targets=""
+for h in "${harnesses[@]}"; do targets+=" ndksim_fuzz_$h"; done
+# The ASan+UBSan build (clang, with the harnesses): the one the suite runs under those sanitizers.
+dir=$(NDKSIM_SANITIZE=address,undefined NDKSIM_TARGETS="$targets" scripts/build.sh | tail -n 1)
 
 mkdir -p "$dir/artifacts"
 status=0

@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -199,8 +198,6 @@ std::vector<std::string> DocumentedCommands() {
   for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(NDKSIM_SOURCE_DIR) / "docs")) {
     if (entry.path().extension() == ".md") files.push_back(entry.path());
   }
-  const std::regex run(R"(^(?:\$ )?scripts/run\.sh(.*?)\s*(#.*)?$)");
-  const std::regex inline_command(R"(`ndksim-perf([^`]*)`)");
   for (const auto& file : files) {
     std::ifstream in(file);
     std::string line;
@@ -210,11 +207,18 @@ std::vector<std::string> DocumentedCommands() {
         in_sh = !in_sh && line.rfind("```sh", 0) == 0;
         continue;
       }
-      std::smatch m;
-      if (in_sh && std::regex_match(line, m, run)) commands.push_back(m[1].str());
+      const std::string run = "scripts/run.sh";
+      if (in_sh && line.rfind(run, 0) == 0) {
+        std::string args = line.substr(run.size());
+        args = args.substr(0, args.find('#'));  // a comment follows the command
+        commands.push_back(args);
+      }
       // `ndksim-perf ...` written inline in prose and tables.
-      for (auto it = std::sregex_iterator(line.begin(), line.end(), inline_command); it != std::sregex_iterator(); ++it) {
-        commands.push_back((*it)[1].str());
+      const std::string quoted = "`ndksim-perf";
+      for (std::size_t at = line.find(quoted); at != std::string::npos; at = line.find(quoted, at + 1)) {
+        const std::size_t begin = at + quoted.size();
+        const std::size_t end = line.find('`', begin);
+        if (end != std::string::npos) commands.push_back(line.substr(begin, end - begin));
       }
     }
   }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -21,6 +22,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "ndksim/names.h"
@@ -37,10 +39,14 @@ constexpr int kDefaultLatencyIterations = 1000;
 constexpr int kDefaultBandwidthIterations = 5000;
 // perftest's -a: every power of two from 2 B to 8 MiB.
 constexpr ULONG kAllSizesMax = 1u << 23;
+// The sizes measured when no option chooses them.
+constexpr std::array<ULONG, 6> kDefaultSizes = {2, 8, 64, 512, 4096, 65536};
+// The simulated devices --profile (-d) chooses from; the first is the default.
+constexpr std::array kProfiles = {&profiles::kConnectX100GbeRoce, &profiles::kIWarp, &profiles::kFunctional};
 
 struct Options {
   std::string op = "write";
-  std::string profile = "connectx-100g-roce";
+  std::string profile{kProfiles.front()->name};
   std::optional<ULONG> size;
   bool all_sizes = false;
   std::string sweep;
@@ -78,10 +84,16 @@ struct Plan {
 };
 
 const HardwareProfile* FindProfile(std::string_view name) {
-  for (const HardwareProfile* p : {&profiles::kConnectX100GbeRoce, &profiles::kIWarp, &profiles::kFunctional}) {
+  for (const HardwareProfile* p : kProfiles) {
     if (p->name == name) return p;
   }
   return nullptr;
+}
+
+std::vector<std::string> ProfileNames() {
+  std::vector<std::string> names;
+  for (const HardwareProfile* p : kProfiles) names.emplace_back(p->name);
+  return names;
 }
 
 // A refused configuration: the message names the option(s) in conflict.
@@ -133,7 +145,7 @@ Plan MakePlan(const Options& o) {
     for (ULONG s = 2; s <= kAllSizesMax; s *= 2) plan.sizes.push_back(s);
   }
   if (!o.sweep.empty()) plan.sizes = SweepSizes(o.sweep);
-  if (chosen == 0) plan.sizes = {2, 8, 64, 512, 4096, 65536};
+  if (chosen == 0) plan.sizes.assign(kDefaultSizes.begin(), kDefaultSizes.end());
   plan.latency = o.phases != "bw";
   plan.bandwidth = o.phases != "lat";
   if (o.iterations) plan.lat_iterations = plan.bw_iterations = *o.iterations;
@@ -583,16 +595,17 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"write", "read", "send"}))
       ->capture_default_str();
   app.add_option("-d,--ib-dev,--profile", o.profile,
-                 "the simulated device: connectx-100g-roce, iwarp or functional (zero-delay)")
-      ->check(CLI::IsMember({"connectx-100g-roce", "iwarp", "functional"}))
+                 fmt::format("the simulated device (hardware profile): {}", fmt::join(ProfileNames(), ", ")))
+      ->check(CLI::IsMember(ProfileNames()))
       ->capture_default_str();
-  app.add_option("-s,--size", o.size, "message size in bytes (default: 2, 8, 64, 512, 4096 and 65536)")
+  app.add_option("-s,--size", o.size, fmt::format("message size in bytes (default: {})", fmt::join(kDefaultSizes, ", ")))
       ->check(CLI::Range(0u, 1u << 31));
   app.add_flag("-a,--all", o.all_sizes, "every power of two from 2 B to 8 MiB (as perftest's -a)");
   app.add_option("--sweep", o.sweep, "sizes MIN, 2*MIN, 4*MIN, ... up to MAX bytes (MIN:MAX)");
   app.add_option("-n,--iters", o.iterations,
-                 "iterations: the latency test's messages, and the bandwidth test's messages per QP "
-                 "(default 1000 and 5000, as perftest)")
+                 fmt::format("iterations: the latency test's messages, and the bandwidth test's messages per QP "
+                             "(default {} and {}, as perftest)",
+                             kDefaultLatencyIterations, kDefaultBandwidthIterations))
       ->check(CLI::Range(1, 100'000'000));
   app.add_option("-q,--qp,--qps", o.qps, "QPs (connections) the bandwidth test uses round robin")
       ->check(CLI::Range(1, 1 << 20))

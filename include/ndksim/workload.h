@@ -184,11 +184,14 @@ class Workload {
     const ULONG nsge = c_.bytes ? 1u : 0u;
     // Sends need receives: keep every receive queue of b full, re-posting as they complete. A
     // receive's RequestContext names its QP, so its completion says which queue to refill.
-    if (c_.op == Operation::kSend) {
+    // The receives stay posted from one stream to the next: each completed one is re-posted.
+    if (c_.op == Operation::kSend && !stream_receives_posted_) {
       for (std::size_t q = 0; q < nqp; ++q) {
         for (std::size_t k = 0; k < std::max<std::size_t>(c_.window, 16); ++k) PostStreamReceive(q, remote_rx, nsge);
       }
+      stream_receives_posted_ = true;
     }
+    std::size_t received = 0;
     std::size_t posted = 0;
     std::size_t completed = 0;
     std::size_t next_qp = 0;
@@ -246,9 +249,23 @@ class Workload {
         completed += count;
       }
       if (progress) progress(completed, messages);
-      if (c_.op == Operation::kSend) ReplenishReceives(remote_rx, nsge);
+      if (c_.op == Operation::kSend) received += ReplenishReceives(remote_rx, nsge);
     }
-    return fabric().Now() - start;
+    const Duration elapsed = fabric().Now() - start;
+    // Every send's receive completion is reaped (and its receive re-posted) before the stream
+    // ends, so none is left on the receive CQ for a later phase to mistake for its own.
+    if (c_.op == Operation::kSend) {
+      fabric().RunUntil(
+          [&] {
+            received += ReplenishReceives(remote_rx, nsge);
+            return received >= messages;
+          },
+          kCompletionLimit);
+      if (received < messages) {
+        throw HarnessError("stream: waiting 1 s of simulated time for the receive completions", STATUS_IO_TIMEOUT);
+      }
+    }
+    return elapsed;
   }
 
   // Message rate and payload bandwidth of `messages` requests of this workload's size in `elapsed`.
@@ -284,16 +301,20 @@ class Workload {
     Check("NdkReceive", qb_[q]->Dispatch->NdkReceive(qb_[q], Tag(q, 1), &remote_rx, nsge));
   }
 
-  void ReplenishReceives(const NDK_SGE& remote_rx, ULONG nsge) {
+  // Re-posts a receive for each receive completion on b; returns how many there were.
+  std::size_t ReplenishReceives(const NDK_SGE& remote_rx, ULONG nsge) {
     NDK_RESULT rx[64];
     ULONG n;
+    std::size_t reaped = 0;
     NDK_CQ* cq = pair_->b().receive_cq;
     while ((n = cq->Dispatch->NdkGetCqResults(cq, rx, 64)) > 0) {
       for (ULONG i = 0; i < n; ++i) {
         Check("stream receive", rx[i].Status);
         PostStreamReceive(TagQp(rx[i].RequestContext), remote_rx, nsge);
       }
+      reaped += n;
     }
+    return reaped;
   }
 
   double ReadOnce() {
@@ -362,6 +383,7 @@ class Workload {
   long long max_inline_ = 0;
   bool streaming_ = false;
   bool receives_posted_ = false;
+  bool stream_receives_posted_ = false;
   std::unique_ptr<QpPair> pair_;
   std::vector<NDK_QP*> qa_;
   std::vector<NDK_QP*> qb_;

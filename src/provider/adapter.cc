@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "hwmodel/event_queue.h"  // NDKSIM_CHECK
+#include "ndksim/names.h"
 #include "provider/cm_protocol.h"
 #include "provider/connection.h"
 #include "provider/cq.h"
@@ -82,7 +83,7 @@ bool Adapter::PendCreate(NTSTATUS status, NDK_OBJECT_HEADER* object,
   if (closing_all_ || completion == nullptr || !MayPend(status)) return false;
   const Driver::Completion how = driver_.ChooseCompletion();
   if (how == Driver::Completion::kInline) return false;
-  driver_.Trace("create completes asynchronously {:#x}", static_cast<std::uint32_t>(status));
+  driver_.Trace("create completes asynchronously {}", StatusString(status));
   if (how == Driver::Completion::kInCall) {
     completion(context, status, object);
   } else {
@@ -99,7 +100,7 @@ NTSTATUS Adapter::FinishRequest(Object& object, NTSTATUS status,
   }
   const Driver::Completion how = driver_.ChooseCompletion();
   if (how == Driver::Completion::kInline) return status;
-  driver_.Trace("request completes asynchronously {:#x}", static_cast<std::uint32_t>(status));
+  driver_.Trace("request completes asynchronously {}", StatusString(status));
   // Held until the callback returns: a close requested meanwhile (even from inside the callback,
   // ref §4.4) pends until then.
   ++object.async_requests_;

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "hwmodel/event_queue.h"  // NDKSIM_CHECK
+#include "ndksim/names.h"
 #include "provider/driver.h"
 #include "provider/memory.h"
 #include "provider/qp.h"
@@ -640,7 +641,7 @@ void Connector::CompleteRequest(NTSTATUS status) {
     timer_ = 0;
   }
   const PendingRequest request = std::exchange(pending_, PendingRequest{});
-  GetDriver().Trace("connector {} request completes {:#x}", id_, static_cast<std::uint32_t>(status));
+  GetDriver().Trace("connector {} request completes {}", id_, StatusString(status));
   if (request.completion != nullptr) request.completion(request.context, status);
 }
 
