@@ -436,11 +436,15 @@ class Run {
   }
 
  private:
+  // The progress bar's unit of work: one message of `bytes`, weighed by its packets, which is
+  // what the simulator's time per message grows with.
+  double Weight(ULONG bytes) const { return 1.0 + static_cast<double>(bytes) / plan_.profile.mtu_bytes; }
+
   double TotalWork() const {
     double work = 0;
-    for (std::size_t i = 0; i < plan_.sizes.size(); ++i) {
-      if (plan_.latency) work += plan_.lat_iterations;
-      if (plan_.bandwidth) work += static_cast<double>(plan_.bw_iterations) * o_.qps;
+    for (const ULONG bytes : plan_.sizes) {
+      if (plan_.latency) work += plan_.lat_iterations * 2 * Weight(bytes);  // ping and pong
+      if (plan_.bandwidth) work += static_cast<double>(plan_.bw_iterations) * o_.qps * Weight(bytes);
     }
     return work;
   }
@@ -477,7 +481,7 @@ class Run {
       const int n = std::min(kChunk, plan_.lat_iterations - done);
       const std::vector<double> chunk = w.Latency(n);
       samples.insert(samples.end(), chunk.begin(), chunk.end());
-      progress_.Advance(n);
+      progress_.Advance(n * 2 * Weight(result.bytes));
     }
     WriteTrace(w, trace);
     result.latency = LatencyOf(std::move(samples));
@@ -500,7 +504,7 @@ class Run {
     std::size_t reported = 0;
     const Duration elapsed = w.Stream(messages, [&](std::size_t done, std::size_t) {
       points.push_back({ToNanoseconds(w.fabric().Now() - start), done, receiver.Counters().bytes_received - bytes0});
-      progress_.Advance(static_cast<double>(done - reported));
+      progress_.Advance(static_cast<double>(done - reported) * Weight(result.bytes));
       reported = done;
     });
     WriteTrace(w, trace);
