@@ -36,7 +36,7 @@ struct WriteRig {
     rig.Run();
   }
   void ArmAny() {
-    rig.a->WriteDoorbell({Doorbell::Kind::kCqArm, CqArmKind::kAny, rig.cq_a->number.value,
+    rig.a->Inbox().Write({Doorbell::Kind::kCqArm, CqArmKind::kAny, rig.cq_a->number.value,
                                       rig.cq_a->consumer.load()});
   }
 };

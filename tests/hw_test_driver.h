@@ -99,7 +99,7 @@ struct RawQp {
     sq.ProducerPublish(kStride);
     Ring();
   }
-  void Ring() { nic->WriteDoorbell({Doorbell::Kind::kSendQueue, CqArmKind::kNone, qpn.value, sq.ProducerIndex()}); }
+  void Ring() { nic->Inbox().Write({Doorbell::Kind::kSendQueue, CqArmKind::kNone, qpn.value, sq.ProducerIndex()}); }
   void PostReceive(const std::vector<WqeDataSegment>& sges) {
     std::byte* w = rq.SlotAt(rq_posted * kStride).bytes.data();
     WqeControl ctl{};

@@ -395,7 +395,7 @@ TEST(DataPath, CqOverrunKillsTheCqAndRaisesAnError) {
   std::vector<std::uint8_t> src(8), dst(8);
   const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, src.data(), src.size(), 0);
   const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, dst.data(), dst.size(), access::kRemoteWrite | access::kLocalWrite);
-  rig.a->WriteDoorbell({Doorbell::Kind::kCqArm, CqArmKind::kErrors, rig.cq_a->number.value, 0});
+  rig.a->Inbox().Write({Doorbell::Kind::kCqArm, CqArmKind::kErrors, rig.cq_a->number.value, 0});
   for (int i = 0; i < 5; ++i) {
     rig.qp_a->Post(WqeOpcode::kWrite, {Sge(src.data(), 8, lkey)}, reinterpret_cast<std::uint64_t>(dst.data()), rkey.value);
   }
@@ -413,7 +413,7 @@ TEST(DataPath, ArmAnyNotifiesOnceForTheNextCompletion) {
   std::vector<std::uint8_t> src(8), dst(8);
   const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, src.data(), src.size(), 0);
   const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, dst.data(), dst.size(), access::kRemoteWrite | access::kLocalWrite);
-  rig.a->WriteDoorbell({Doorbell::Kind::kCqArm, CqArmKind::kAny, rig.cq_a->number.value, 0});
+  rig.a->Inbox().Write({Doorbell::Kind::kCqArm, CqArmKind::kAny, rig.cq_a->number.value, 0});
   for (int i = 0; i < 3; ++i) {
     rig.qp_a->Post(WqeOpcode::kWrite, {Sge(src.data(), 8, lkey)}, reinterpret_cast<std::uint64_t>(dst.data()), rkey.value);
   }
@@ -433,7 +433,7 @@ TEST(DataPath, ArmWithUnreadEntriesFiresImmediately) {
   rig.qp_a->Post(WqeOpcode::kWrite, {Sge(src.data(), 8, lkey)}, reinterpret_cast<std::uint64_t>(dst.data()), rkey.value);
   rig.Run();
   ASSERT_EQ(rig.interrupts_a, 0);
-  rig.a->WriteDoorbell({Doorbell::Kind::kCqArm, CqArmKind::kAny, rig.cq_a->number.value, 0});
+  rig.a->Inbox().Write({Doorbell::Kind::kCqArm, CqArmKind::kAny, rig.cq_a->number.value, 0});
   rig.Run();
   EXPECT_EQ(rig.interrupts_a, 1);
 }
@@ -596,7 +596,7 @@ TEST(CompletionEngine, SolicitedArmIgnoresPlainCompletionsButTakesErrors) {
   std::vector<std::uint8_t> src(8), dst(8);
   const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, src.data(), src.size(), 0);
   const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, dst.data(), dst.size(), access::kRemoteWrite | access::kLocalWrite);
-  rig.a->WriteDoorbell({Doorbell::Kind::kCqArm, CqArmKind::kSolicited, rig.cq_a->number.value, 0});
+  rig.a->Inbox().Write({Doorbell::Kind::kCqArm, CqArmKind::kSolicited, rig.cq_a->number.value, 0});
   rig.qp_a->Post(WqeOpcode::kWrite, {Sge(src.data(), 8, lkey)}, reinterpret_cast<std::uint64_t>(dst.data()), rkey.value);
   rig.Run();
   EXPECT_EQ(rig.interrupts_a, 0);

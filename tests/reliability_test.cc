@@ -12,6 +12,7 @@
 #include "conformance/cm_fixture.h"
 #include "hwmodel/context_table.h"
 #include "hwmodel/nic.h"
+#include "sim/node_access.h"
 #include "provider/cm_protocol.h"
 #include "ndksim/harness.h"
 
@@ -614,7 +615,7 @@ TEST_F(ForgedDatagrams, AnEmptyDatagramFromAThirdNodeIsDropped) {
   Establish(kPort, &active, &passive);
   Node& rogue = fabric_.AddNode({"c", {"192.0.2.3"}});
   // Under UBSan this once reached memcpy with a null source (the empty payload).
-  ASSERT_TRUE(rogue.Nic().SendManagementDatagram({4, {192, 0, 2, 2}}, {}));
+  ASSERT_TRUE(ndksim::sim::NicOf(rogue).SendManagementDatagram({4, {192, 0, 2, 2}}, {}));
   fabric_.RunUntilIdle();
   EXPECT_EQ(b_.disconnects, 0);
   EXPECT_EQ(a_.disconnects, 0);
@@ -624,7 +625,7 @@ TEST_F(ForgedDatagrams, AnEmptyDatagramFromAThirdNodeIsDropped) {
 provider::CmMessage RequestFrom(Node& c, std::uint16_t private_bytes) {
   provider::CmMessage m;
   m.type = provider::CmType::kReq;
-  m.source_node = c.Nic().Id();
+  m.source_node = ndksim::sim::NicOf(c).Id();
   m.source_connection = 1;
   m.source.address = {4, {192, 0, 2, 3}};
   m.source.port = 50000;
@@ -641,7 +642,7 @@ void SendFrom(Node& c, const provider::CmMessage& m, std::size_t corrupt_offset 
   std::array<std::byte, hw::kManagementPayloadBytes> bytes{};
   const std::size_t n = provider::EncodeCm(m, bytes);
   if (corrupt_offset != 0) bytes[corrupt_offset] = std::byte{0x7F};
-  ASSERT_TRUE(c.Nic().SendManagementDatagram(m.destination.address, std::span(bytes).first(n)));
+  ASSERT_TRUE(ndksim::sim::NicOf(c).SendManagementDatagram(m.destination.address, std::span(bytes).first(n)));
 }
 
 TEST_F(ForgedDatagrams, AConnectRequestWithMorePrivateDataThanMaxCallerDataNeverReachesTheListener) {
@@ -674,7 +675,7 @@ TEST_F(ForgedDatagrams, ADisconnectRequestFromAThirdNodeDoesNotEndAConnection) {
   // A DREQ that names a's node and both connectors (each driver's first: id 1), sent by c.
   provider::CmMessage m;
   m.type = provider::CmType::kDreq;
-  m.source_node = a_.node->Nic().Id();
+  m.source_node = ndksim::sim::NicOf(*a_.node).Id();
   m.source_connection = 1;
   m.destination_connection = 1;
   m.source.address = {4, {192, 0, 2, 1}};
@@ -682,7 +683,7 @@ TEST_F(ForgedDatagrams, ADisconnectRequestFromAThirdNodeDoesNotEndAConnection) {
   m.destination.port = kPort;
   std::array<std::byte, hw::kManagementPayloadBytes> bytes{};
   const std::size_t n = provider::EncodeCm(m, bytes);
-  ASSERT_TRUE(rogue.Nic().SendManagementDatagram(m.destination.address, std::span(bytes).first(n)));
+  ASSERT_TRUE(ndksim::sim::NicOf(rogue).SendManagementDatagram(m.destination.address, std::span(bytes).first(n)));
   fabric_.RunUntilIdle();
 
   EXPECT_EQ(b_.disconnects, 0);  // the fabric says the datagram came from c, not a

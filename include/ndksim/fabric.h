@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ndkpi.h"
+#include "ndksim/async_completion.h"
 #include "ndksim/counters.h"
 #include "ndksim/faults.h"
 #include "ndksim/profile.h"
@@ -21,23 +22,9 @@
 
 namespace ndksim {
 
-namespace hw {
-class Nic;
+namespace sim {
+struct NodeAccess;  // the simulator's own tests reach the NIC behind a node
 }
-
-// How the provider completes a call that may complete asynchronously: every create, request
-// (listen, connect failure, complete-connect, register/deregister MR, resize CQ, ...) and close
-// that the consumer gave a completion callback. In every mode NDK's rule holds: a call that returns
-// STATUS_PENDING gets exactly one completion callback later, any other return gets none. Calls
-// without a callback always complete inline. Connect, accept and disconnect pend by nature in
-// every mode.
-enum class AsyncCompletion : std::uint8_t {
-  kInline,        // complete inline whenever the call allows it (the default)
-  kPending,       // return STATUS_PENDING and call back from a DPC, after the call returned
-  kPendingInCall, // call back from inside the call, then return STATUS_PENDING; the consumer may
-                  // close the object in that callback, so the provider must not touch it again
-  kMixed,         // per call, a seeded choice between kInline and kPending
-};
 
 // Why Fabric::RunUntil stopped.
 enum class RunStop : std::uint8_t {
@@ -95,13 +82,13 @@ class Node {
   // The NIC's number for a QP of this node (what FaultMatch::qpn names); nullopt for a QP of
   // another node.
   std::optional<std::uint32_t> QpNumber(NDK_QP* qp) const;
-  hw::Nic& Nic();
 
   struct Impl;
   explicit Node(std::unique_ptr<Impl> impl);
   ~Node();
 
  private:
+  friend struct sim::NodeAccess;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: MIT
 // Completer: acknowledgement processing, read-response placement, in-order retirement, retries.
-#include "hwmodel/completer.h"
+#include "completer.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "hwmodel/completion_engine.h"
-#include "hwmodel/contexts.h"
-#include "hwmodel/pcie_link.h"
-#include "hwmodel/port.h"
-#include "hwmodel/requester.h"
-#include "hwmodel/translation.h"
-#include "hwmodel/wqe_fetch.h"
+#include "completion_engine.h"
+#include "contexts.h"
+#include "pcie_link.h"
+#include "port.h"
+#include "requester.h"
+#include "translation.h"
+#include "wqe_fetch.h"
 #include "ndksim/trace.h"
 
 namespace ndksim::hw {

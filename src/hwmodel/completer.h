@@ -6,10 +6,10 @@
 
 #include <cstdint>
 
-#include "hwmodel/event_queue.h"
+#include "event_queue.h"
 #include "hwmodel/host_interface.h"
-#include "hwmodel/nic.h"
-#include "hwmodel/packet.h"
+#include "nic.h"
+#include "packet.h"
 
 namespace ndksim::hw {
 

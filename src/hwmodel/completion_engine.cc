@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Completion engine: CQE write-back, overrun, arming and notification.
-#include "hwmodel/completion_engine.h"
+#include "completion_engine.h"
 
-#include "hwmodel/contexts.h"
-#include "hwmodel/pcie_link.h"
+#include "contexts.h"
+#include "pcie_link.h"
 #include "ndksim/trace.h"
 
 namespace ndksim::hw {

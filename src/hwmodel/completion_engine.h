@@ -6,9 +6,9 @@
 
 #include <cstdint>
 
-#include "hwmodel/event_queue.h"
+#include "event_queue.h"
 #include "hwmodel/host_interface.h"
-#include "hwmodel/nic.h"
+#include "nic.h"
 
 namespace ndksim::hw {
 

@@ -9,9 +9,9 @@
 #include <deque>
 
 #include "hwmodel/host_interface.h"
-#include "hwmodel/nic.h"
-#include "hwmodel/packet.h"
-#include "hwmodel/pcie_link.h"
+#include "nic.h"
+#include "packet.h"
+#include "pcie_link.h"
 #include "ndksim/limits.h"
 
 namespace ndksim::hw {

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 // Doorbell registers: record the newest producer index, charge the QP's processing unit, and hand
 // the QP to WQE fetch (or take the WQE the MMIO write carried).
-#include "hwmodel/doorbell_unit.h"
+#include "doorbell_unit.h"
 
-#include "hwmodel/completion_engine.h"
-#include "hwmodel/contexts.h"
-#include "hwmodel/pcie_link.h"
-#include "hwmodel/processing_units.h"
-#include "hwmodel/wqe_fetch.h"
+#include "completion_engine.h"
+#include "contexts.h"
+#include "pcie_link.h"
+#include "processing_units.h"
+#include "wqe_fetch.h"
 #include "ndksim/trace.h"
 
 namespace ndksim::hw {

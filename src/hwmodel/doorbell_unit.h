@@ -3,9 +3,9 @@
 // names a producer index, so one doorbell may cover many WQEs (deferred batching).
 #pragma once
 
-#include "hwmodel/event_queue.h"
+#include "event_queue.h"
 #include "hwmodel/host_interface.h"
-#include "hwmodel/nic.h"
+#include "nic.h"
 
 namespace ndksim::hw {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The deterministic event queue: a binary heap of small entries over a slab of callbacks.
-#include "hwmodel/event_queue.h"
+#include "event_queue.h"
 
 #include <algorithm>
 

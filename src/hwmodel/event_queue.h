@@ -16,72 +16,13 @@
 #include <utility>
 #include <vector>
 
+#include "common/check.h"
+#include "common/inplace_callback.h"
 #include "ndksim/time.h"
 
 namespace ndksim::hw {
 
-// Aborts with a message: the simulator's own invariants (error kind 1 of DESIGN.md).
-[[noreturn]] inline void SimPanic(const char* what, const char* file, int line) {
-  std::fprintf(stderr, "ndksim: internal invariant violated: %s (%s:%d)\n", what, file, line);
-  std::abort();
-}
-#define NDKSIM_CHECK(cond) \
-  ((cond) ? static_cast<void>(0) : ::ndksim::hw::SimPanic(#cond, __FILE__, __LINE__))
-
-// A move-only callable with inline storage: scheduling an event never allocates.
-template <std::size_t Capacity>
-class InplaceCallback {
- public:
-  InplaceCallback() = default;
-  template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, InplaceCallback>>>
-  InplaceCallback(F&& f) {  // NOLINT(google-explicit-constructor): lambdas convert implicitly
-    using Fn = std::decay_t<F>;
-    static_assert(sizeof(Fn) <= Capacity, "event capture too large for inline storage");
-    static_assert(alignof(Fn) <= alignof(std::max_align_t));
-    new (storage_) Fn(std::forward<F>(f));
-    ops_ = &kOps<Fn>;
-  }
-  InplaceCallback(InplaceCallback&& other) noexcept { MoveFrom(other); }
-  InplaceCallback& operator=(InplaceCallback&& other) noexcept {
-    if (this != &other) {
-      Reset();
-      MoveFrom(other);
-    }
-    return *this;
-  }
-  InplaceCallback(const InplaceCallback&) = delete;
-  InplaceCallback& operator=(const InplaceCallback&) = delete;
-  ~InplaceCallback() { Reset(); }
-
-  explicit operator bool() const { return ops_ != nullptr; }
-  void operator()() { ops_->invoke(storage_); }
-  void Reset() {
-    if (ops_ != nullptr) ops_->destroy(storage_);
-    ops_ = nullptr;
-  }
-
- private:
-  struct Ops {
-    void (*invoke)(void*);
-    void (*destroy)(void*);
-    void (*move)(void* dst, void* src);
-  };
-  template <typename Fn>
-  static constexpr Ops kOps{
-      [](void* p) { (*static_cast<Fn*>(p))(); },
-      [](void* p) { static_cast<Fn*>(p)->~Fn(); },
-      [](void* dst, void* src) { new (dst) Fn(std::move(*static_cast<Fn*>(src))); }};
-
-  void MoveFrom(InplaceCallback& other) {
-    if (other.ops_ == nullptr) return;
-    other.ops_->move(storage_, other.storage_);
-    ops_ = other.ops_;
-    other.Reset();
-  }
-
-  alignas(std::max_align_t) std::byte storage_[Capacity];
-  const Ops* ops_ = nullptr;
-};
+using ::ndksim::InplaceCallback;
 
 using EventCallback = InplaceCallback<48>;
 

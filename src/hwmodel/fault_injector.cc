@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Fault rules: validation, matching, seeded decisions, counting and tracing.
-#include "hwmodel/fault_injector.h"
+#include "fault_injector.h"
 
 #include "ndksim/trace.h"
 

@@ -1,22 +1,22 @@
 // SPDX-License-Identifier: MIT
 // The RNIC: context tables, the command interface, error entry and the event queue to the host.
-#include "hwmodel/nic.h"
+#include "nic.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "hwmodel/completer.h"
-#include "hwmodel/completion_engine.h"
-#include "hwmodel/contexts.h"
-#include "hwmodel/doorbell_unit.h"
+#include "completer.h"
+#include "completion_engine.h"
+#include "contexts.h"
+#include "doorbell_unit.h"
 #include "hwmodel/host.h"
-#include "hwmodel/pcie_link.h"
-#include "hwmodel/processing_units.h"
-#include "hwmodel/port.h"
-#include "hwmodel/requester.h"
-#include "hwmodel/responder.h"
-#include "hwmodel/translation.h"
-#include "hwmodel/wqe_fetch.h"
+#include "pcie_link.h"
+#include "processing_units.h"
+#include "port.h"
+#include "requester.h"
+#include "responder.h"
+#include "translation.h"
+#include "wqe_fetch.h"
 #include "ndksim/trace.h"
 
 namespace ndksim::hw {
@@ -30,7 +30,8 @@ constexpr std::uint32_t kDoorbellFifoEntries = 1u << 13;
 
 Nic::Nic(NodeId id, const HardwareProfile& profile, EventQueue& events, Host& host, Network& network,
          Tracer& tracer, std::uint64_t seed)
-    : doorbell_fifo_(kDoorbellFifoEntries),
+    : inbox_(id, kDoorbellFifoEntries),
+      device_(*this, inbox_),
       profile_((ValidateOrThrow(profile), profile)),  // before any block sizes itself from it
       events_(events),
       host_(host),
@@ -54,38 +55,8 @@ Nic::Nic(NodeId id, const HardwareProfile& profile, EventQueue& events, Host& ho
 
 Nic::~Nic() = default;
 
-void Nic::WriteDoorbell(const Doorbell& doorbell) {
-  // acquire: pairs with the release store below; once a writer has gone to the overflow list,
-  // it keeps going there until the engine has taken the list.
-  if (!doorbell_overflow_active_.load(std::memory_order_acquire) && doorbell_fifo_.TryPush(doorbell)) return;
-  const std::lock_guard lock(doorbell_overflow_mutex_);
-  doorbell_overflow_.push_back(doorbell);
-  doorbell_overflow_active_.store(true, std::memory_order_release);
-}
-
 std::size_t Nic::DrainDoorbells() {
-  std::size_t n = 0;
-  Doorbell d;
-  while (doorbell_fifo_.TryPop(d)) {
-    doorbell_unit_->OnMmioWrite(d);
-    ++n;
-  }
-  // relaxed: a cheap look; the lock orders what matters.
-  if (!doorbell_overflow_active_.load(std::memory_order_relaxed)) return n;
-  std::vector<Doorbell> overflow;
-  {
-    const std::lock_guard lock(doorbell_overflow_mutex_);
-    overflow.swap(doorbell_overflow_);
-    doorbell_overflow_active_.store(false, std::memory_order_release);
-  }
-  for (const Doorbell& o : overflow) doorbell_unit_->OnMmioWrite(o);
-  n += overflow.size();
-  // Writes that found the FIFO again after the list was taken come after it.
-  while (doorbell_fifo_.TryPop(d)) {
-    doorbell_unit_->OnMmioWrite(d);
-    ++n;
-  }
-  return n;
+  return inbox_.Drain([this](const Doorbell& d) { doorbell_unit_->OnMmioWrite(d); });
 }
 
 const FaultRule* Nic::DecideFault(FaultPoint point, const FaultEvent& event) {

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 // PCIe link timing: fixed latency per transaction plus serialization of TLPs, read tags.
-#include "hwmodel/pcie_link.h"
+#include "pcie_link.h"
 
 #include <algorithm>
 
-#include "hwmodel/requester.h"
-#include "hwmodel/responder.h"
+#include "requester.h"
+#include "responder.h"
 #include "ndksim/trace.h"
 
 namespace ndksim::hw {

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "hwmodel/event_queue.h"
-#include "hwmodel/nic.h"
+#include "event_queue.h"
+#include "nic.h"
 
 namespace ndksim::hw {
 

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 // Port serialization, wire propagation, switch hop and loopback.
-#include "hwmodel/port.h"
+#include "port.h"
 
 #include <algorithm>
 
-#include "hwmodel/completer.h"
-#include "hwmodel/contexts.h"
-#include "hwmodel/requester.h"
-#include "hwmodel/responder.h"
+#include "completer.h"
+#include "contexts.h"
+#include "requester.h"
+#include "responder.h"
 #include "ndksim/trace.h"
 
 namespace ndksim::hw {

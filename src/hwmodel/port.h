@@ -8,10 +8,10 @@
 #include <deque>
 #include <vector>
 
-#include "hwmodel/event_queue.h"
-#include "hwmodel/fault_injector.h"
-#include "hwmodel/nic.h"
-#include "hwmodel/packet.h"
+#include "event_queue.h"
+#include "fault_injector.h"
+#include "nic.h"
+#include "packet.h"
 
 namespace ndksim::hw {
 

@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: MIT
 // Requester pipeline: processing unit (fence, ORD, local translation, PSNs), segmenter (MTU
 // packets, per-packet payload DMA, staging) and in-order transmission.
-#include "hwmodel/requester.h"
+#include "requester.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "hwmodel/completer.h"
-#include "hwmodel/contexts.h"
-#include "hwmodel/pcie_link.h"
-#include "hwmodel/port.h"
-#include "hwmodel/processing_units.h"
-#include "hwmodel/translation.h"
+#include "completer.h"
+#include "contexts.h"
+#include "pcie_link.h"
+#include "port.h"
+#include "processing_units.h"
+#include "translation.h"
 #include "ndksim/trace.h"
 
 namespace ndksim::hw {

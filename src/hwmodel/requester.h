@@ -9,10 +9,10 @@
 
 #include <cstdint>
 
-#include "hwmodel/event_queue.h"
-#include "hwmodel/nic.h"
-#include "hwmodel/packet.h"
-#include "hwmodel/translation.h"
+#include "event_queue.h"
+#include "nic.h"
+#include "packet.h"
+#include "translation.h"
 
 namespace ndksim::hw {
 

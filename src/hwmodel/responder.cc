@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: MIT
 // Responder: request validation in the transport's order, data placement by DMA, read responses.
-#include "hwmodel/responder.h"
+#include "responder.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "hwmodel/completion_engine.h"
-#include "hwmodel/contexts.h"
-#include "hwmodel/pcie_link.h"
-#include "hwmodel/port.h"
-#include "hwmodel/processing_units.h"
-#include "hwmodel/translation.h"
+#include "completion_engine.h"
+#include "contexts.h"
+#include "pcie_link.h"
+#include "port.h"
+#include "processing_units.h"
+#include "translation.h"
 #include "ndksim/trace.h"
 
 namespace ndksim::hw {

@@ -6,9 +6,9 @@
 
 #include <cstdint>
 
-#include "hwmodel/event_queue.h"
-#include "hwmodel/nic.h"
-#include "hwmodel/packet.h"
+#include "event_queue.h"
+#include "nic.h"
+#include "packet.h"
 
 namespace ndksim::hw {
 

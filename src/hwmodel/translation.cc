@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Memory token table, the protection check in the order of the numbered checks, and the memory
 // operations (fast register, bind, invalidate) that make entries valid or invalid.
-#include "hwmodel/translation.h"
+#include "translation.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "hwmodel/event_queue.h"  // NDKSIM_CHECK
+#include "common/check.h"
 
 namespace ndksim::hw {
 

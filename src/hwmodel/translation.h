@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "hwmodel/host_interface.h"
-#include "hwmodel/nic.h"
+#include "nic.h"
 
 namespace ndksim::hw {
 

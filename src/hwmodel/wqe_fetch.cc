@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
 // WQE fetch: burst DMA of WQEs and their parsing into descriptors.
-#include "hwmodel/wqe_fetch.h"
+#include "wqe_fetch.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "hwmodel/completer.h"
-#include "hwmodel/contexts.h"
-#include "hwmodel/pcie_link.h"
-#include "hwmodel/requester.h"
+#include "completer.h"
+#include "contexts.h"
+#include "pcie_link.h"
+#include "requester.h"
 #include "ndksim/trace.h"
 
 namespace ndksim::hw {

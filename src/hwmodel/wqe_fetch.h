@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
-#include "hwmodel/event_queue.h"
-#include "hwmodel/nic.h"
+#include "event_queue.h"
+#include "nic.h"
 
 namespace ndksim::hw {
 

@@ -5,14 +5,14 @@
 #include <array>
 #include <cstddef>
 
-#include "hwmodel/event_queue.h"  // NDKSIM_CHECK
+#include "common/check.h"
 #include "ndksim/names.h"
-#include "provider/cm_protocol.h"
-#include "provider/connection.h"
-#include "provider/cq.h"
-#include "provider/driver.h"
-#include "provider/memory.h"
-#include "provider/qp.h"
+#include "cm_protocol.h"
+#include "connection.h"
+#include "cq.h"
+#include "driver.h"
+#include "memory.h"
+#include "qp.h"
 
 namespace ndksim::provider {
 

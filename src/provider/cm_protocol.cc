@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 // Socket-address conversion and the CM message codec (layout documented in cm_protocol.h).
-#include "provider/cm_protocol.h"
+#include "cm_protocol.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include <arpa/inet.h>
 
-#include "hwmodel/event_queue.h"  // NDKSIM_CHECK
+#include "common/check.h"
 
 namespace ndksim::provider {
 

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "hwmodel/host_interface.h"
-#include "hwmodel/nic.h"
+#include "hwmodel/device.h"
 #include "ndkpi.h"
 
 namespace ndksim::provider {

@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: MIT
 // Connection management in the driver (ref §3.18, §4.6): the connector state machine, listeners,
 // and the node's CM agent that binds local endpoints and routes CM datagrams.
-#include "provider/connection.h"
+#include "connection.h"
 
 #include <algorithm>
 #include <array>
 #include <cstring>
 
-#include "hwmodel/event_queue.h"  // NDKSIM_CHECK
+#include "common/check.h"
 #include "ndksim/names.h"
-#include "provider/driver.h"
-#include "provider/memory.h"
-#include "provider/qp.h"
-#include "provider/status.h"
+#include "driver.h"
+#include "memory.h"
+#include "qp.h"
+#include "status.h"
 
 namespace ndksim::provider {
 
@@ -657,7 +657,7 @@ void Connector::IndicateDisconnect() {
 namespace {
 
 // A wildcard local address becomes the NIC's first address of the family (ref §3.18).
-NTSTATUS ResolveLocal(const hw::Nic& nic, SocketAddress* local) {
+NTSTATUS ResolveLocal(const hw::Device& nic, SocketAddress* local) {
   if (!IsWildcard(local->address)) return STATUS_SUCCESS;
   const auto& mine = nic.Addresses();
   const auto it = std::find_if(mine.begin(), mine.end(), [&](const hw::NetworkAddress& a) {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "ndkpi.h"
-#include "provider/cm_protocol.h"
-#include "provider/objects.h"
+#include "cm_protocol.h"
+#include "objects.h"
 
 namespace ndksim::provider {
 

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: MIT
 // NDK_CQ: creation, the CQ dispatch table, and the poll path that turns CQEs into NDK results
 // without locks or allocation (DESIGN.md "CQ ring").
-#include "provider/cq.h"
+#include "cq.h"
 
 #include <algorithm>
 #include <bit>
 
-#include "provider/driver.h"
-#include "provider/qp.h"
-#include "provider/srq.h"
-#include "provider/status.h"
+#include "driver.h"
+#include "qp.h"
+#include "srq.h"
+#include "status.h"
 
 namespace ndksim::provider {
 

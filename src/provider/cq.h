@@ -8,9 +8,9 @@
 #include <memory>
 
 #include "hwmodel/host_interface.h"
-#include "hwmodel/nic.h"
+#include "hwmodel/device.h"
 #include "ndkpi.h"
-#include "provider/objects.h"
+#include "objects.h"
 
 namespace ndksim::provider {
 

@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: MIT
 // The per-node driver: adapter open/close, the interrupt service routine and the DPC that drains
 // the event queue and dispatches its entries, identifier tables, doorbells and deferred work.
-#include "provider/driver.h"
+#include "driver.h"
 
 #include <algorithm>
 #include <span>
 
-#include "hwmodel/event_queue.h"  // NDKSIM_CHECK
-#include "provider/connection.h"
-#include "provider/cq.h"
-#include "provider/qp.h"
-#include "provider/srq.h"
+#include "common/check.h"
+#include "connection.h"
+#include "cq.h"
+#include "qp.h"
+#include "srq.h"
 
 namespace ndksim::provider {
 
@@ -30,7 +30,7 @@ bool Negotiate(NDK_VERSION requested, NDK_VERSION* granted) {
 
 }  // namespace
 
-Driver::Driver(hw::Nic& nic, hw::Host& host, Tracer& tracer, AsyncCompletion async_completion,
+Driver::Driver(hw::Device& nic, hw::Host& host, Tracer& tracer, AsyncCompletion async_completion,
                std::uint64_t seed)
     : event_queue_(kEventQueueEntries),
       nic_(nic),

@@ -14,15 +14,15 @@
 
 #include "hwmodel/host.h"
 #include "hwmodel/host_interface.h"
-#include "hwmodel/nic.h"
+#include "hwmodel/device.h"
 #include "hwmodel/ring.h"
 #include "ndkpi.h"
-#include "ndksim/fabric.h"
+#include "ndksim/async_completion.h"
 #include "ndksim/trace.h"
-#include "provider/index_table.h"
-#include "provider/memory.h"
-#include "provider/objects.h"
-#include "provider/status.h"
+#include "index_table.h"
+#include "memory.h"
+#include "objects.h"
+#include "status.h"
 
 namespace ndksim::provider {
 
@@ -37,7 +37,7 @@ inline constexpr NDK_VERSION kHighestVersion2 = {2, 1};
 
 class Driver {
  public:
-  Driver(hw::Nic& nic, hw::Host& host, Tracer& tracer,
+  Driver(hw::Device& nic, hw::Host& host, Tracer& tracer,
          AsyncCompletion async_completion = AsyncCompletion::kInline, std::uint64_t seed = 1);
   ~Driver();
   Driver(const Driver&) = delete;
@@ -50,7 +50,7 @@ class Driver {
   void CloseAdapter(NDK_ADAPTER* adapter);
 
   // ---- services for the NDK objects ----
-  hw::Nic& Nic() const { return nic_; }
+  hw::Device& Nic() const { return nic_; }
   hw::Host& Host() const { return host_; }
   const HardwareProfile& Profile() const { return nic_.Profile(); }
   TimePoint Now() const { return host_.Now(); }
@@ -78,7 +78,7 @@ class Driver {
   const CompletionStatusTable& CompletionStatus() const { return completion_status_; }
   ConnectionManager& Cm() { return *cm_; }
 
-  // One MMIO doorbell write (never fails: hw::Nic::WriteDoorbell).
+  // One MMIO doorbell write (never fails: hw::DoorbellInbox::Write).
   void RingDoorbell(const hw::Doorbell& doorbell);
 
   // Deferred work: a DPC (now, after the current call returns) or a kernel timer. Whoever starts
@@ -134,7 +134,7 @@ class Driver {
   static constexpr std::uint32_t kEventQueueEntries = 1024;
 
   hw::SpscRing<hw::EventEntry> event_queue_;  // first: it is cache-line aligned
-  hw::Nic& nic_;
+  hw::Device& nic_;
   hw::Host& host_;
   Tracer& tracer_;
   CompletionStatusTable completion_status_;

@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "hwmodel/event_queue.h"  // NDKSIM_CHECK
+#include "common/check.h"
 
 namespace ndksim::provider {
 

@@ -2,12 +2,12 @@
 // NDK_PD, NDK_MR and NDK_MW: protection domains and their privileged token, memory registration and
 // fast-register regions (ref §3.15), memory windows (ref §3.6), and the driver's table of
 // registrations used by the posting path.
-#include "provider/memory.h"
+#include "memory.h"
 
-#include "provider/driver.h"
-#include "provider/qp.h"
-#include "provider/srq.h"
-#include "provider/status.h"
+#include "driver.h"
+#include "qp.h"
+#include "srq.h"
+#include "status.h"
 
 namespace ndksim::provider {
 

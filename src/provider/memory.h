@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "hwmodel/host_interface.h"
-#include "hwmodel/nic.h"
+#include "hwmodel/device.h"
 #include "ndkpi.h"
-#include "provider/index_table.h"
-#include "provider/objects.h"
+#include "index_table.h"
+#include "objects.h"
 
 namespace ndksim::provider {
 

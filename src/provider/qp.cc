@@ -3,18 +3,18 @@
 // validate -> build the WQE in its ring slot with small segment builders -> record the request
 // context by slot -> one release store of the producer index -> one doorbell per batch.
 // No heap allocation, no locks, no virtual calls on the posting path.
-#include "provider/qp.h"
+#include "qp.h"
 
 #include <algorithm>
 #include <array>
 #include <bit>
 #include <cstring>
 
-#include "provider/cq.h"
-#include "provider/driver.h"
-#include "provider/memory.h"
-#include "provider/srq.h"
-#include "provider/status.h"
+#include "cq.h"
+#include "driver.h"
+#include "memory.h"
+#include "srq.h"
+#include "status.h"
 
 namespace ndksim::provider {
 

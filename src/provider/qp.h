@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "hwmodel/host_interface.h"
-#include "hwmodel/nic.h"
+#include "hwmodel/device.h"
 #include "hwmodel/ring.h"
 #include "ndkpi.h"
-#include "provider/objects.h"
+#include "objects.h"
 
 namespace ndksim::provider {
 

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: MIT
 // NDK_SRQ: creation, the SRQ dispatch table, NdkSrqReceive (the same WQE format and ring as a
 // QP's receive queue) and the limit notification (ref §3.16).
-#include "provider/srq.h"
+#include "srq.h"
 
 #include <algorithm>
 #include <bit>
 #include <cstring>
 
-#include "provider/driver.h"
-#include "provider/memory.h"
-#include "provider/status.h"
+#include "driver.h"
+#include "memory.h"
+#include "status.h"
 
 namespace ndksim::provider {
 

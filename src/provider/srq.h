@@ -10,7 +10,7 @@
 #include "hwmodel/host_interface.h"
 #include "hwmodel/ring.h"
 #include "ndkpi.h"
-#include "provider/objects.h"
+#include "objects.h"
 
 namespace ndksim::provider {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Tables mapping hardware outcomes to NTSTATUS; each has one entry per enumerator, checked by size.
-#include "provider/status.h"
+#include "status.h"
 
 namespace ndksim::provider {
 namespace {

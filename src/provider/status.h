@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "hwmodel/host_interface.h"
-#include "hwmodel/nic.h"
+#include "hwmodel/device.h"
 #include "ndkpi.h"
 #include "ndksim/profile.h"
 

@@ -18,6 +18,7 @@
 
 #include "fuzz/fuzz_input.h"
 #include "hwmodel/nic.h"
+#include "sim/node_access.h"
 #include "ndkpi.h"
 #include "ndksim/fabric.h"
 #include "ndksim/harness.h"
@@ -667,9 +668,9 @@ class HostileNode {
 
   std::uint32_t PickNodeId(FuzzInput& in) {
     switch (in.Pick(4)) {
-      case 0: return net_.A().node->Nic().Id();
-      case 1: return net_.B().node->Nic().Id();
-      case 2: return net_.Rogue().Nic().Id();
+      case 0: return ndksim::sim::NicOf(*net_.A().node).Id();
+      case 1: return ndksim::sim::NicOf(*net_.B().node).Id();
+      case 2: return ndksim::sim::NicOf(net_.Rogue()).Id();
       default: return in.Integral<std::uint32_t>();
     }
   }
@@ -720,7 +721,7 @@ class HostileNode {
       size = provider::EncodeCm(ForgedMessage(in), wire);
     }
     const std::span<const std::byte> bytes(wire.data(), size);
-    const bool routed = net_.Rogue().Nic().SendManagementDatagram(target.address, bytes);
+    const bool routed = ndksim::sim::NicOf(net_.Rogue()).SendManagementDatagram(target.address, bytes);
     NDKSIM_FUZZ_CHECK(routed == (target.owner != Owner::kNobody));
     // A REQ reaches the listener when it lands on b and names exactly the listener's address:port.
     CmMessage request;

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -14,6 +13,8 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+
+#include "common/check.h"
 
 namespace ndksim::hw {
 
@@ -82,10 +83,13 @@ class SpscRing {
 
   // Makes the next `n` slots (already written) visible to the consumer.
   void ProducerPublish(uint32_t n = 1) {
-    // acquire (debug only): pairs with the release store in ConsumerRelease; we only need the
-    // value, to check the caller is not publishing slots the consumer still owns.
-    assert(n <= capacity_ - (prod_next_ - cons_.load(std::memory_order_acquire)) &&
-           "publishing more entries than the ring has free slots");
+    // The caller must not publish slots the consumer still owns. The cached consumer index is a
+    // lower bound, so the check costs nothing when it passes; only a doubtful case reloads it
+    // (acquire: pairs with the release store in ConsumerRelease; we only need the value).
+    NDKSIM_CHECK(FitsIn(n, capacity_, prod_next_ - cons_cache_) ||
+                     FitsIn(n, capacity_, prod_next_ - cons_.load(std::memory_order_acquire)),
+                 "publishing {} entries into a ring of {} with {} unreleased", n, capacity_,
+                 prod_next_ - cons_.load(std::memory_order_acquire));
     prod_next_ += n;
     // A caller that wrote through SlotAt never refreshed cons_cache_; the capacity rule gives a
     // lower bound on the consumer index, which keeps prod_next_ - cons_cache_ within capacity.
@@ -125,10 +129,13 @@ class SpscRing {
 
   // Returns the oldest `n` entries' slots to the producer.
   void ConsumerRelease(uint32_t n = 1) {
-    // acquire (debug only): pairs with the release store in ProducerPublish; we only need the
-    // value, to check the caller is not releasing entries that were never published.
-    assert(n <= prod_.load(std::memory_order_acquire) - cons_next_ &&
-           "releasing more entries than were published");
+    // The caller must not release entries that were never published. The cached producer index
+    // is a lower bound, so the check costs nothing when it passes; only a doubtful case reloads it
+    // (acquire: pairs with the release store in ProducerPublish; we only need the value).
+    NDKSIM_CHECK(Within(n, prod_cache_ - cons_next_, capacity_) ||
+                     Within(n, prod_.load(std::memory_order_acquire) - cons_next_, capacity_),
+                 "releasing {} entries of a ring with {} published", n,
+                 prod_.load(std::memory_order_acquire) - cons_next_);
     // A caller that learnt of these entries through PublishedProducerIndex never refreshed
     // prod_cache_; keep it from falling behind our own counter (that difference would wrap).
     if (n > prod_cache_ - cons_next_) prod_cache_ = cons_next_ + n;
@@ -158,6 +165,15 @@ class SpscRing {
   }
 
  private:
+  // `n` more entries fit beside `used` ones (`used` beyond the capacity means a stale lower bound).
+  static constexpr bool FitsIn(uint32_t n, uint32_t capacity, uint32_t used) {
+    return used <= capacity && n <= capacity - used;
+  }
+  // `n` entries are among `published` ones (`published` beyond the capacity means a wrapped,
+  // stale lower bound).
+  static constexpr bool Within(uint32_t n, uint32_t published, uint32_t capacity) {
+    return published <= capacity && n <= published;
+  }
   struct AlignedDelete {
     void operator()(T* p) const { ::operator delete[](p, std::align_val_t{kSlotAlignment}); }
   };

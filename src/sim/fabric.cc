@@ -5,6 +5,8 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <ostream>
 
@@ -18,6 +20,7 @@
 #include "ndksim/names.h"
 #include "provider/driver.h"
 #include "provider/qp.h"
+#include "sim/node_access.h"
 
 namespace ndksim {
 
@@ -67,25 +70,28 @@ NTSTATUS Node::OpenAdapter(NDK_VERSION version, NDK_ADAPTER** adapter) {
 
 void Node::CloseAdapter(NDK_ADAPTER* adapter) { impl_->driver->CloseAdapter(adapter); }
 
-hw::Nic& Node::Nic() { return *impl_->nic; }
 
 NodeCounters Node::Counters() const { return impl_->nic->Counters(); }
 
 std::optional<std::uint32_t> Node::QpNumber(NDK_QP* qp) const {
   if (qp == nullptr) return std::nullopt;
   const provider::Qp& q = provider::Qp::From(qp);
-  if (&q.GetDriver().Nic() != impl_->nic.get()) return std::nullopt;
+  if (&q.GetDriver().Nic() != &impl_->nic->GetDevice()) return std::nullopt;
   return q.Number().value;
 }
 
 std::optional<QpCounters> Node::CountersOf(NDK_QP* qp) const {
   if (qp == nullptr) return std::nullopt;
   const provider::Qp& q = provider::Qp::From(qp);
-  if (&q.GetDriver().Nic() != impl_->nic.get()) return std::nullopt;
+  if (&q.GetDriver().Nic() != &impl_->nic->GetDevice()) return std::nullopt;
   const QpCounters* c = impl_->nic->FindQpCounters(q.Number());
   if (c == nullptr) return std::nullopt;
   return *c;
 }
+
+namespace sim {
+hw::Nic& NodeAccess::Nic(Node& node) { return *node.impl_->nic; }
+}  // namespace sim
 
 struct Fabric::Impl {
   FabricConfig config;
@@ -94,8 +100,34 @@ struct Fabric::Impl {
   hw::Network network;
   std::vector<std::unique_ptr<Node>> nodes;
 
+  // Inboxes that have doorbells, pushed by the writing thread (a lock-free stack: many pushers,
+  // and the engine takes the whole stack at once, so no pop races a push of the same entry).
+  std::atomic<hw::DoorbellInbox*> ready{nullptr};
+  std::vector<hw::DoorbellInbox*> draining;  // engine side, reused
+
+  static void OnInboxReady(void* context, hw::DoorbellInbox& inbox) {
+    auto* impl = static_cast<Impl*>(context);
+    // relaxed: only a first guess for the CAS, which carries the ordering.
+    hw::DoorbellInbox* head = impl->ready.load(std::memory_order_relaxed);
+    do {
+      inbox.next_ready = head;
+      // release: publishes next_ready to the engine's acquire exchange in DrainDoorbells.
+    } while (!impl->ready.compare_exchange_weak(head, &inbox, std::memory_order_release, std::memory_order_relaxed));
+  }
+
+  // Delivers the doorbells written so far, node by node in node order (as if every node were
+  // looked at), touching only the nodes that have some.
   void DrainDoorbells() {
-    for (auto& node : nodes) node->Nic().DrainDoorbells();
+    // relaxed: a cheap look first; most events find no new doorbell.
+    if (ready.load(std::memory_order_relaxed) == nullptr) return;
+    // acquire: pairs with the release CAS in OnInboxReady; makes each inbox's next_ready visible.
+    for (hw::DoorbellInbox* i = ready.exchange(nullptr, std::memory_order_acquire); i != nullptr; i = i->next_ready) {
+      draining.push_back(i);
+    }
+    std::sort(draining.begin(), draining.end(),
+              [](const hw::DoorbellInbox* a, const hw::DoorbellInbox* b) { return a->Node() < b->Node(); });
+    for (hw::DoorbellInbox* inbox : draining) sim::NicOf(*nodes[inbox->Node()]).DrainDoorbells();
+    draining.clear();
   }
 };
 
@@ -143,8 +175,10 @@ Node& Fabric::AddNode(const NodeConfig& config) {
   impl->nic = std::make_unique<hw::Nic>(id, impl_->config.profile, impl_->events, *impl->host, impl_->network,
                                         impl_->tracer, impl_->config.seed);
   for (const auto& a : addresses) impl->nic->AddAddress(a);
+  impl->nic->Inbox().SetReadyHook(&Impl::OnInboxReady, impl_.get());
+  impl_->draining.reserve(impl_->nodes.size() + 1);
   impl_->network.Attach(*impl->nic);
-  impl->driver = std::make_unique<provider::Driver>(*impl->nic, *impl->host, impl_->tracer,
+  impl->driver = std::make_unique<provider::Driver>(impl->nic->GetDevice(), *impl->host, impl_->tracer,
                                                    impl_->config.async_completion, impl_->config.seed);
   impl_->tracer.Requests().SetNodeName(id, impl->name);  // the node's process in the request trace
   impl_->nodes.push_back(std::make_unique<Node>(std::move(impl)));
@@ -171,7 +205,7 @@ std::uint32_t Fabric::AddFault(const FaultRule& rule) {
     Impl* impl = impl_.get();
     const std::uint32_t node = *rule.match.node;
     impl->events.Schedule(std::max(impl->events.Now(), rule.from), hw::EventPriority::kHost, [impl, node] {
-      hw::Nic& nic = impl->nodes[node]->Nic();
+      hw::Nic& nic = sim::NicOf(*impl->nodes[node]);
       if (nic.InjectFault(FaultPoint::kAdapter, 0) != nullptr) nic.EnterFatal();
     });
   }

@@ -6,9 +6,15 @@
 #include <cstdint>
 #include <functional>
 
-#include "hwmodel/event_queue.h"
+#include "common/inplace_callback.h"
+#include "ndksim/time.h"
 
 namespace ndksim::hw {
+
+class EventQueue;
+
+// What a timer or a DPC runs (the event queue's callback type: queuing one never allocates).
+using HostCallback = InplaceCallback<48>;
 
 class Host {
  public:
@@ -23,12 +29,10 @@ class Host {
     if (handler_) handler_(vector);
   }
   // Driver: run `fn` after `delay` of simulated time (a kernel timer).
-  void ScheduleTimer(Duration delay, EventCallback fn) {
-    events_.ScheduleAfter(delay, EventPriority::kTimer, std::move(fn));
-  }
+  void ScheduleTimer(Duration delay, HostCallback fn);
   // Driver: run `fn` at the current time, after the call that queued it has returned (a DPC).
-  void QueueDpc(EventCallback fn) { events_.ScheduleAfter(Duration::zero(), EventPriority::kHost, std::move(fn)); }
-  TimePoint Now() const { return events_.Now(); }
+  void QueueDpc(HostCallback fn);
+  TimePoint Now() const;
 
  private:
   EventQueue& events_;

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <atomic>
-#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -12,6 +11,7 @@
 #include <string>
 #include <type_traits>
 
+#include "common/check.h"
 #include "hwmodel/ring.h"  // kCacheLineBytes
 
 namespace ndksim::hw {
@@ -127,7 +127,8 @@ class MpscQueue {  // NOLINT(clang-analyzer-optin.performance.Padding): indices 
     const uint64_t seq = cell.sequence.load(std::memory_order_acquire);
     // With one consumer the head cell is either not yet written (seq <= dequeue_pos_) or holds
     // exactly our item; anything later would mean a producer lapped an unconsumed item.
-    assert(seq <= dequeue_pos_ + 1 && "producer overwrote an unconsumed doorbell");
+    NDKSIM_CHECK(seq <= dequeue_pos_ + 1, "a producer overwrote an unconsumed doorbell (cell sequence {}, head {})",
+                 seq, dequeue_pos_);
     return seq == dequeue_pos_ + 1;
   }
 

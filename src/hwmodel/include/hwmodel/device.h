@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: MIT
+// The RNIC as its driver sees it, and all the driver sees of it: a PCI function with MMIO doorbell
+// registers (DoorbellInbox), a synchronous command interface for control operations, an event
+// queue in host memory that it fills and signals with interrupts, and the host memory it reaches
+// by DMA (the rings and formats of host_interface.h). The provider programs against this header
+// and host_interface.h only; the NIC's blocks are out of its reach (the build gives it no path to
+// their headers).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "hwmodel/doorbell_queue.h"
+#include "hwmodel/host_interface.h"
+#include "ndksim/profile.h"
+
+namespace ndksim::hw {
+
+class Nic;
+
+using NodeId = std::uint32_t;
+
+// An IPv4 or IPv6 address as the NIC's management agent routes on it.
+struct NetworkAddress {
+  std::uint8_t family = 0;  // 4 or 6
+  std::array<std::uint8_t, 16> bytes{};
+  bool operator==(const NetworkAddress&) const = default;
+};
+
+// Memory access rights held by a protection-table entry.
+namespace access {
+inline constexpr std::uint32_t kLocalWrite = 0x1;
+inline constexpr std::uint32_t kRemoteRead = 0x2;
+inline constexpr std::uint32_t kRemoteWrite = 0x4;
+inline constexpr std::uint32_t kReadSink = 0x8;
+}  // namespace access
+
+enum class CommandStatus : std::uint8_t {
+  kOk,
+  kNoResources,     // NIC table full
+  kInvalidArgument, // malformed command
+  kInvalidState,    // object not in a state that allows the command
+  kNotFound,        // no such object
+  kBusy,            // object still referenced
+};
+
+struct CqCreate {
+  CompletionQueueMemory memory;  // the CQ ring in host memory
+  std::uint32_t interrupt_vector = 0;
+};
+
+// Interrupt moderation of one CQ: a notification is raised once `count` completions have
+// accumulated since an arm was satisfied, or `interval` after it, whichever comes first. A count
+// of 0 or 1, or a zero interval, means no moderation; kUnlimited switches a trigger off.
+struct CqModeration {
+  static constexpr std::uint32_t kUnlimited = 0xFFFFFFFFu;
+  std::uint32_t interval_us = 0;
+  std::uint32_t count = 0;
+  bool Active() const { return interval_us != 0 && count > 1; }
+};
+
+struct QpCreate {
+  PdNumber pd;
+  CqNumber send_cq;
+  CqNumber receive_cq;
+  WorkQueue send_queue;
+  WorkQueue receive_queue;
+  std::uint32_t max_inline_bytes = 0;
+  SrqNumber srq;  // non-zero: receives come from this SRQ and receive_queue is unused
+};
+
+struct SrqCreate {
+  PdNumber pd;
+  WorkQueue queue;          // the SRQ ring in host memory
+  std::uint32_t limit = 0;  // armed limit (0: not armed)
+};
+
+// What the connection manager hands the NIC when a QP becomes connected.
+struct QpConnect {
+  NodeId remote_node = 0;
+  Qpn remote_qpn;
+  std::uint32_t send_psn = 0;     // first PSN this QP sends
+  std::uint32_t receive_psn = 0;  // first PSN this QP expects
+  std::uint32_t inbound_read_limit = 0;   // IRD
+  std::uint32_t outbound_read_limit = 0;  // ORD
+};
+
+struct MemoryRegistration {
+  PdNumber pd;
+  std::uint64_t virtual_address = 0;  // the identifier consumers put in SGEs and remote addresses
+  std::uint64_t length = 0;
+  std::byte* host_memory = nullptr;   // where the span lives in host memory (DMA target)
+  std::uint32_t access = 0;           // access:: bits
+};
+
+// QP states as the NIC sees them.
+enum class QpState : std::uint8_t { kReset, kReadyToReceive, kReadyToSend, kError };
+
+// MMIO doorbell writes on their way from the host's CPUs to the NIC's doorbell unit: a lock-free
+// multi-producer FIFO that never refuses a write. A consumer may legally post any number of
+// doorbelled requests before the engine next runs (in stepped mode, before the next RunUntil*);
+// when the FIFO is full, writes queue in order in an overflow list that grows with them (a lock,
+// off the steady-state path). The first write into an empty inbox tells whoever runs the engine
+// (SetReadyHook), so that it drains only the inboxes that have doorbells.
+class DoorbellInbox {
+ public:
+  // Called, on the writing thread, when the inbox goes from drained to holding doorbells.
+  using ReadyHook = void (*)(void* context, DoorbellInbox& inbox);
+
+  DoorbellInbox(NodeId node, std::uint32_t fifo_entries) : fifo_(fifo_entries), node_(node) {}
+  DoorbellInbox(const DoorbellInbox&) = delete;
+  DoorbellInbox& operator=(const DoorbellInbox&) = delete;
+
+  NodeId Node() const { return node_; }
+  // Wiring, before any doorbell is written.
+  void SetReadyHook(ReadyHook hook, void* context) {
+    hook_ = hook;
+    hook_context_ = context;
+  }
+
+  // Any thread; never fails.
+  void Write(const Doorbell& doorbell) {
+    // acquire: pairs with the release stores in WriteOverflow and Drain; once a writer has gone
+    // to the overflow list, writes keep going there until the engine has taken the list.
+    if (overflow_active_.load(std::memory_order_acquire) || !fifo_.TryPush(doorbell)) WriteOverflow(doorbell);
+    // seq_cst fence: orders the write above before the look at ready_ below, against the
+    // engine's fence between clearing ready_ and draining (Drain). Of the two, at least one sees
+    // the other's store: either this writer sees ready_ cleared and raises it, or the engine's
+    // drain finds this doorbell.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    // relaxed: a cheap look first; the exchange decides which writer raises it.
+    if (!ready_.load(std::memory_order_relaxed) && !ready_.exchange(true, std::memory_order_acq_rel) &&
+        hook_ != nullptr) {
+      hook_(hook_context_, *this);
+    }
+  }
+
+  // Engine side: hands every queued doorbell to `deliver`, in the order they were written, and
+  // returns how many. Marks the inbox drained first, so a write racing with the drain is either
+  // taken now or raises the hook again.
+  template <typename Deliver>
+  std::size_t Drain(Deliver&& deliver) {
+    ready_.store(false, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with the fence in Write
+    std::size_t n = 0;
+    Doorbell d;
+    while (fifo_.TryPop(d)) {
+      deliver(d);
+      ++n;
+    }
+    // relaxed: a cheap look; the lock orders what matters.
+    if (!overflow_active_.load(std::memory_order_relaxed)) return n;
+    TakeOverflow(taken_);
+    for (const Doorbell& o : taken_) deliver(o);
+    n += taken_.size();
+    // Writes that found the FIFO again after the list was taken come after it.
+    while (fifo_.TryPop(d)) {
+      deliver(d);
+      ++n;
+    }
+    return n;
+  }
+
+  // Intrusive link for the engine's list of ready inboxes (owned by whoever installs the hook).
+  DoorbellInbox* next_ready = nullptr;
+
+ private:
+  void WriteOverflow(const Doorbell& doorbell);
+  void TakeOverflow(std::vector<Doorbell>& out);
+
+  MpscQueue<Doorbell> fifo_;  // first: it is cache-line aligned
+  std::atomic<bool> overflow_active_{false};
+  std::atomic<bool> ready_{false};
+  ReadyHook hook_ = nullptr;
+  void* hook_context_ = nullptr;
+  NodeId node_;
+  std::mutex overflow_mutex_;
+  std::vector<Doorbell> overflow_;
+  std::vector<Doorbell> taken_;  // engine side: the overflow list being delivered
+};
+
+// The driver's handle on its NIC. Doorbell writes are inline (the posting hot path: no lock, no
+// virtual call); every command is one call into the NIC, synchronous, made on the engine's thread
+// or while the engine is not running (the provider's control calls are serialised with the engine
+// before they get here).
+class Device {
+ public:
+  Device(Nic& nic, DoorbellInbox& inbox) : nic_(nic), inbox_(inbox) {}
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  NodeId Id() const;
+  const HardwareProfile& Profile() const;
+  // How QPNs, CQ numbers and SRQ numbers are laid out (host_interface.h IdLayout), for the
+  // driver's own lookup tables.
+  const IdLayout& QpIds() const;
+  const IdLayout& CqIds() const;
+  const IdLayout& SrqIds() const;
+  const std::vector<NetworkAddress>& Addresses() const;
+  bool OwnsAddress(const NetworkAddress& a) const;
+
+  // ---- MMIO: any thread; the engine takes the write at its current simulated time ----
+  void WriteDoorbell(const Doorbell& doorbell) { inbox_.Write(doorbell); }
+
+  // ---- command interface ----
+  void SetEventQueue(SpscRing<EventEntry>* ring, std::uint32_t interrupt_vector);
+  CommandStatus CreateCq(const CqCreate& create, CqNumber* out);
+  // Switches `cq` to a new ring whose first `queued` entries the host has already filled with the
+  // unread CQEs of the old one (consumer index 0). CQE writes still in flight land in the new ring,
+  // after those, in order. kInvalidState if `queued` is not what the NIC wrote and the host has
+  // not consumed.
+  CommandStatus ResizeCq(CqNumber cq, const CompletionQueueMemory& memory, std::uint32_t queued);
+  // Latest setting wins; a notification already held back is re-evaluated against it.
+  CommandStatus ModerateCq(CqNumber cq, const CqModeration& moderation);
+  CommandStatus DestroyCq(CqNumber cq);
+  CommandStatus AllocatePd(PdNumber* out);
+  CommandStatus FreePd(PdNumber pd);
+  CommandStatus CreateQp(const QpCreate& create, Qpn* out);
+  CommandStatus ConnectQp(Qpn qpn, const QpConnect& connect);  // -> ReadyToSend
+  // Flushes everything the host has published on the QP's queues, now and whenever called again.
+  CommandStatus ModifyQpToError(Qpn qpn);
+  CommandStatus DestroyQp(Qpn qpn);
+  // Shared receive queues. ArmSrqLimit (re)arms the one-shot limit event; it fires at once if
+  // fewer than `limit` WQEs are queued. DestroySrq is kBusy while a QP uses it.
+  CommandStatus CreateSrq(const SrqCreate& create, SrqNumber* out);
+  CommandStatus ArmSrqLimit(SrqNumber srq, std::uint32_t limit);
+  // Switches `srq` to a larger ring that holds the same WQEs at the same free-running indices and
+  // whose consumer index is where the NIC is. kInvalidArgument otherwise.
+  CommandStatus ReplaceSrqQueue(SrqNumber srq, const WorkQueue& queue);
+  CommandStatus DestroySrq(SrqNumber srq);
+  QpState QueryQpState(Qpn qpn) const;
+  // `generation` (optional): the allocation's generation, which memory-operation WQEs name.
+  CommandStatus RegisterMemory(const MemoryRegistration& reg, MemoryKey* out, std::uint32_t* generation = nullptr);
+  CommandStatus DeregisterMemory(MemoryKey key);  // kBusy while windows are bound inside
+  // Protection entries that a WQE makes valid later (fast-register, memory windows), and the
+  // privileged entry of a PD. The key returned is the entry's current token; the WQE names the
+  // next one.
+  CommandStatus AllocateFastRegisterKey(PdNumber pd, std::uint32_t page_capacity, bool remote_access,
+                                        MemoryKey* out, std::uint32_t* generation = nullptr);
+  CommandStatus AllocateWindowKey(PdNumber pd, MemoryKey* out, std::uint32_t* generation = nullptr);
+  CommandStatus AllocatePrivilegedKey(PdNumber pd, MemoryKey* out);
+  CommandStatus FreeMemoryKey(MemoryKey key);
+  // Sends a connection-management datagram to whoever owns `destination`. False if no node
+  // owns it (the fabric has no route).
+  bool SendManagementDatagram(const NetworkAddress& destination, std::span<const std::byte> bytes);
+
+ private:
+  Nic& nic_;
+  DoorbellInbox& inbox_;
+};
+
+}  // namespace ndksim::hw

@@ -1,0 +1,3 @@
+// SPDX-License-Identifier: MIT
+// Must not compile: the provider sees the NIC only through device.h, never the NIC whole.
+#include "hwmodel/nic.h"
