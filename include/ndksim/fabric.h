@@ -3,6 +3,7 @@
 // and the clock that drives them. Consumers open NDK_ADAPTERs on nodes and run simulated time.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
@@ -42,6 +43,36 @@ struct RunResult {
   bool operator==(RunStop s) const { return stop == s; }
 };
 std::ostream& operator<<(std::ostream& os, const RunResult& r);  // "done", "idle", "time limit"
+
+// How the engine's own thread runs (Fabric::Start).
+struct EngineThreadConfig {
+  // 0 (the default): as fast as possible. Simulated time moves only with the work: when nothing
+  // is due now, the engine jumps to the next event, and when nothing is scheduled at all it waits
+  // for the next doorbell or control call without letting time pass.
+  // Greater than 0: paced. Simulated time follows the wall clock, `pace` wall-clock seconds to
+  // one simulated second (1: real time; 100: a hundred times slower than the modelled hardware),
+  // so retransmission and RNR timers keep a realistic relation to application threads that
+  // compute between posts. A doorbell is taken at the simulated time its wall-clock arrival
+  // maps to. If the engine falls behind, events run late in wall time, never out of order.
+  double pace = 0;
+  // How long an idle engine spins, looking for doorbells and control calls, before it parks its
+  // thread (a parked engine costs no CPU; the next doorbell or call wakes it).
+  std::chrono::microseconds spin{50};
+};
+
+// How Fabric::Stop ends the engine's thread.
+enum class StopMode : std::uint8_t {
+  kDrain,  // run until nothing is scheduled and no doorbell or control call is waiting
+  kNow,    // stop between two events; what is scheduled stays scheduled (stepped runs resume it)
+};
+
+// What the engine's thread did since Start (Fabric::ThreadStats).
+struct EngineThreadStats {
+  std::uint64_t events = 0;           // events run
+  std::uint64_t commands = 0;         // control calls run from the mailbox
+  std::uint64_t doorbell_drains = 0;  // times it took doorbells from a node's inbox
+  std::uint64_t parks = 0;            // times it parked its thread for want of work
+};
 
 struct FabricConfig {
   std::uint64_t seed = 1;  // every random choice of the model derives from it
@@ -89,6 +120,8 @@ class Node {
 
  private:
   friend struct sim::NodeAccess;
+  std::optional<std::uint32_t> QpNumberNow(NDK_QP* qp) const;
+  std::optional<QpCounters> CountersOfNow(NDK_QP* qp) const;
   std::unique_ptr<Impl> impl_;
 };
 
@@ -119,6 +152,22 @@ class Fabric {
   // simulated time has passed, and says which (`if (fabric.RunUntil(...))` tests that it held).
   RunResult RunUntil(const std::function<bool()>& done, Duration limit = Milliseconds(1000));
 
+  // ---- threaded mode ----
+  // Runs the engine on a thread of its own, the same event loop as the stepped calls. From then on
+  // application threads post and poll concurrently while the engine serves doorbells, control
+  // calls from any thread reach it through its mailbox, and every consumer callback runs on the
+  // engine's thread, one at a time. The stepped calls (RunUntilIdle, RunFor, RunUntil) and
+  // AddNode throw ConfigurationError until Stop. Not deterministic: threads interleave as the OS
+  // schedules them. Throws ConfigurationError if the engine already runs, if a trace or the
+  // request log is enabled (they are stepped-mode tools), or for an invalid config.
+  void Start(const EngineThreadConfig& config = {});
+  // Ends the thread (kDrain: once the fabric is idle; kNow: between two events) and returns to
+  // stepped mode. Call it from an application thread, not from a consumer callback. A running
+  // fabric stops (kNow) before it is destroyed.
+  void Stop(StopMode mode = StopMode::kDrain);
+  bool Running() const;
+  EngineThreadStats ThreadStats() const;
+
   std::uint64_t Seed() const;
   const HardwareProfile& Profile() const;
   Tracer& Trace();
@@ -139,6 +188,12 @@ class Fabric {
   struct Impl;
 
  private:
+  // The calls above, run serialised with the engine.
+  std::uint32_t AddFaultNow(const FaultRule& rule);
+  void RemoveFaultNow(std::uint32_t id);
+  FaultStats FaultStatsOfNow(std::uint32_t id) const;
+  std::string DescribeFaultsNow() const;
+
   std::unique_ptr<Impl> impl_;
 };
 

@@ -368,6 +368,7 @@ class Tracer {
   void EnableAll() { mask_ = ~0u; }
   void DisableAll() { mask_ = 0; }
   bool Enabled(TraceBlock b) const { return (mask_ >> static_cast<unsigned>(b)) & 1u; }
+  bool AnyEnabled() const { return mask_ != 0; }
 
   // Lines go to the sink when one is set, otherwise they are kept in memory.
   void SetSink(std::function<void(std::string_view)> sink) { sink_ = std::move(sink); }

@@ -9,6 +9,7 @@
 #include "ndksim/names.h"
 #include "cm_protocol.h"
 #include "connection.h"
+#include "control.h"
 #include "cq.h"
 #include "driver.h"
 #include "memory.h"
@@ -373,14 +374,14 @@ VOID ReleaseLam(NDK_ADAPTER*, NDK_LOGICAL_ADDRESS_MAPPING* lam) {
 
 const NDK_ADAPTER_DISPATCH kAdapterDispatch = {
     NdkQueryExtensionNotSupported,
-    QueryAdapterInfo,
-    CreateCq,
-    CreatePd,
-    CreateSharedEndpoint,
-    CreateConnector,
-    CreateListener,
-    BuildLam,
-    ReleaseLam,
+    Control<Adapter, NDK_ADAPTER, QueryAdapterInfo>::Call,
+    Control<Adapter, NDK_ADAPTER, CreateCq>::Call,
+    Control<Adapter, NDK_ADAPTER, CreatePd>::Call,
+    Control<Adapter, NDK_ADAPTER, CreateSharedEndpoint>::Call,
+    Control<Adapter, NDK_ADAPTER, CreateConnector>::Call,
+    Control<Adapter, NDK_ADAPTER, CreateListener>::Call,
+    Control<Adapter, NDK_ADAPTER, BuildLam>::Call,
+    Control<Adapter, NDK_ADAPTER, ReleaseLam>::Call,
 };
 
 }  // namespace

@@ -8,9 +8,10 @@
 #include <cstring>
 
 #include "common/check.h"
-#include "ndksim/names.h"
+#include "control.h"
 #include "driver.h"
 #include "memory.h"
+#include "ndksim/names.h"
 #include "qp.h"
 #include "status.h"
 
@@ -221,11 +222,11 @@ VOID ControlConnectEvents(NDK_LISTENER* ndk, BOOLEAN pause) {
 }
 
 const NDK_LISTENER_DISPATCH kListenerDispatch = {
-    CloseListener,
+    Control<Listener, NDK_LISTENER, CloseListener>::Call,
     NdkQueryExtensionNotSupported,
-    Listen,
-    GetListenerLocalAddress,
-    ControlConnectEvents,
+    Control<Listener, NDK_LISTENER, Listen>::Call,
+    Control<Listener, NDK_LISTENER, GetListenerLocalAddress>::Call,
+    Control<Listener, NDK_LISTENER, ControlConnectEvents>::Call,
 };
 
 }  // namespace
@@ -295,9 +296,9 @@ NTSTATUS GetSharedEndpointLocalAddress(NDK_SHARED_ENDPOINT* ndk, PSOCKADDR addre
 }
 
 const NDK_SHARED_ENDPOINT_DISPATCH kSharedEndpointDispatch = {
-    CloseSharedEndpoint,
+    Control<SharedEndpoint, NDK_SHARED_ENDPOINT, CloseSharedEndpoint>::Call,
     NdkQueryExtensionNotSupported,
-    GetSharedEndpointLocalAddress,
+    Control<SharedEndpoint, NDK_SHARED_ENDPOINT, GetSharedEndpointLocalAddress>::Call,
 };
 
 }  // namespace
@@ -426,19 +427,19 @@ NTSTATUS Disconnect(NDK_CONNECTOR* ndk, NDK_FN_REQUEST_COMPLETION completion, PV
 }
 
 const NDK_CONNECTOR_DISPATCH kConnectorDispatch = {
-    CloseConnector,
+    Control<Connector, NDK_CONNECTOR, CloseConnector>::Call,
     NdkQueryExtensionNotSupported,
-    Connect,
-    ConnectWithSharedEndpoint,
-    CompleteConnect,
-    Accept,
-    Reject,
-    GetConnectionData,
-    GetLocalAddress,
-    GetPeerAddress,
-    Disconnect,
-    CompleteConnectEx,
-    AcceptEx,
+    Control<Connector, NDK_CONNECTOR, Connect>::Call,
+    Control<Connector, NDK_CONNECTOR, ConnectWithSharedEndpoint>::Call,
+    Control<Connector, NDK_CONNECTOR, CompleteConnect>::Call,
+    Control<Connector, NDK_CONNECTOR, Accept>::Call,
+    Control<Connector, NDK_CONNECTOR, Reject>::Call,
+    Control<Connector, NDK_CONNECTOR, GetConnectionData>::Call,
+    Control<Connector, NDK_CONNECTOR, GetLocalAddress>::Call,
+    Control<Connector, NDK_CONNECTOR, GetPeerAddress>::Call,
+    Control<Connector, NDK_CONNECTOR, Disconnect>::Call,
+    Control<Connector, NDK_CONNECTOR, CompleteConnectEx>::Call,
+    Control<Connector, NDK_CONNECTOR, AcceptEx>::Call,
 };
 
 }  // namespace

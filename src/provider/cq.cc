@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "control.h"
 #include "driver.h"
 #include "qp.h"
 #include "srq.h"
@@ -244,12 +245,12 @@ ULONG GetCqResultsEx(NDK_CQ* ndk, NDK_RESULT_EX results[], ULONG n) {
 }
 
 const NDK_CQ_DISPATCH kCqDispatch = {
-    CloseCq,
+    Control<Cq, NDK_CQ, CloseCq>::Call,
     NdkQueryExtensionNotSupported,
-    ResizeCq,
-    ArmCq,
+    Control<Cq, NDK_CQ, ResizeCq>::Call,
+    Control<Cq, NDK_CQ, ArmCq>::Call,
     GetCqResults,
-    ControlCqInterruptModeration,
+    Control<Cq, NDK_CQ, ControlCqInterruptModeration>::Call,
     GetCqResultsEx,
 };
 

@@ -4,6 +4,7 @@
 // registrations used by the posting path.
 #include "memory.h"
 
+#include "control.h"
 #include "driver.h"
 #include "qp.h"
 #include "srq.h"
@@ -96,14 +97,14 @@ VOID GetPrivilegedMemoryRegionToken(NDK_PD* ndk, UINT32* token) {
 }
 
 const NDK_PD_DISPATCH kPdDispatch = {
-    ClosePd,
+    Control<Pd, NDK_PD, ClosePd>::Call,
     NdkQueryExtensionNotSupported,
-    CreateMr,
-    CreateMw,
-    CreateSrq,
-    CreateQp,
-    CreateQpWithSrq,
-    GetPrivilegedMemoryRegionToken,
+    Control<Pd, NDK_PD, CreateMr>::Call,
+    Control<Pd, NDK_PD, CreateMw>::Call,
+    Control<Pd, NDK_PD, CreateSrq>::Call,
+    Control<Pd, NDK_PD, CreateQp>::Call,
+    Control<Pd, NDK_PD, CreateQpWithSrq>::Call,
+    Control<Pd, NDK_PD, GetPrivilegedMemoryRegionToken>::Call,
 };
 
 }  // namespace
@@ -215,11 +216,11 @@ UINT32 GetRemoteTokenFromMr(NDK_MR* ndk) { return Mr::From(ndk).Token(); }
 UINT32 GetLocalTokenFromMr(NDK_MR* ndk) { return Mr::From(ndk).Token(); }
 
 const NDK_MR_DISPATCH kMrDispatch = {
-    CloseMr,
+    Control<Mr, NDK_MR, CloseMr>::Call,
     NdkQueryExtensionNotSupported,
-    RegisterMr,
-    DeregisterMr,
-    InitializeFastRegisterMr,
+    Control<Mr, NDK_MR, RegisterMr>::Call,
+    Control<Mr, NDK_MR, DeregisterMr>::Call,
+    Control<Mr, NDK_MR, InitializeFastRegisterMr>::Call,
     GetRemoteTokenFromMr,
     GetLocalTokenFromMr,
 };
@@ -346,7 +347,7 @@ NTSTATUS CloseMw(NDK_OBJECT_HEADER* header, NDK_FN_CLOSE_COMPLETION completion, 
 UINT32 GetRemoteTokenFromMw(NDK_MW* ndk) { return Mw::From(ndk).Token(); }
 
 const NDK_MW_DISPATCH kMwDispatch = {
-    CloseMw,
+    Control<Mw, NDK_MW, CloseMw>::Call,
     NdkQueryExtensionNotSupported,
     GetRemoteTokenFromMw,
 };

@@ -10,6 +10,7 @@
 #include <bit>
 #include <cstring>
 
+#include "control.h"
 #include "cq.h"
 #include "driver.h"
 #include "memory.h"
@@ -596,9 +597,9 @@ NTSTATUS Invalidate(NDK_QP* ndk, PVOID context, NDK_OBJECT_HEADER* header, ULONG
 }
 
 const NDK_QP_DISPATCH kQpDispatch = {
-    CloseQp,
+    Control<Qp, NDK_QP, CloseQp>::Call,
     NdkQueryExtensionNotSupported,
-    Flush,
+    Control<Qp, NDK_QP, Flush>::Call,
     Send,
     Receive,
     Bind,

@@ -7,6 +7,7 @@
 #include <bit>
 #include <cstring>
 
+#include "control.h"
 #include "driver.h"
 #include "memory.h"
 #include "status.h"
@@ -40,9 +41,9 @@ NTSTATUS SrqReceive(NDK_SRQ* ndk, PVOID context, const NDK_SGE* sgl, ULONG n) {
 }
 
 const NDK_SRQ_DISPATCH kSrqDispatch = {
-    CloseSrq,
+    Control<Srq, NDK_SRQ, CloseSrq>::Call,
     NdkQueryExtensionNotSupported,
-    ModifySrq,
+    Control<Srq, NDK_SRQ, ModifySrq>::Call,
     SrqReceive,
 };
 

@@ -20,6 +20,7 @@
 #include "ndksim/names.h"
 #include "provider/driver.h"
 #include "provider/qp.h"
+#include "sim/engine.h"
 #include "sim/node_access.h"
 
 namespace ndksim {
@@ -31,6 +32,7 @@ struct Node::Impl {
   std::unique_ptr<hw::Host> host;
   std::unique_ptr<hw::Nic> nic;
   std::unique_ptr<provider::Driver> driver;
+  sim::Engine* engine = nullptr;
 };
 
 Node::Node(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -65,15 +67,23 @@ SOCKADDR_INET Node::SocketAddress(USHORT port, ADDRESS_FAMILY family, ULONG* len
 }
 
 NTSTATUS Node::OpenAdapter(NDK_VERSION version, NDK_ADAPTER** adapter) {
-  return impl_->driver->OpenAdapter(version, adapter);
+  return impl_->engine->Serialize([&] { return impl_->driver->OpenAdapter(version, adapter); });
 }
 
-void Node::CloseAdapter(NDK_ADAPTER* adapter) { impl_->driver->CloseAdapter(adapter); }
+void Node::CloseAdapter(NDK_ADAPTER* adapter) {
+  impl_->engine->Serialize([&] { impl_->driver->CloseAdapter(adapter); });
+}
 
 
-NodeCounters Node::Counters() const { return impl_->nic->Counters(); }
+NodeCounters Node::Counters() const {
+  return impl_->engine->Serialize([this] { return impl_->nic->Counters(); });
+}
 
 std::optional<std::uint32_t> Node::QpNumber(NDK_QP* qp) const {
+  return impl_->engine->Serialize([&] { return QpNumberNow(qp); });
+}
+
+std::optional<std::uint32_t> Node::QpNumberNow(NDK_QP* qp) const {
   if (qp == nullptr) return std::nullopt;
   const provider::Qp& q = provider::Qp::From(qp);
   if (&q.GetDriver().Nic() != &impl_->nic->GetDevice()) return std::nullopt;
@@ -81,6 +91,10 @@ std::optional<std::uint32_t> Node::QpNumber(NDK_QP* qp) const {
 }
 
 std::optional<QpCounters> Node::CountersOf(NDK_QP* qp) const {
+  return impl_->engine->Serialize([&] { return CountersOfNow(qp); });
+}
+
+std::optional<QpCounters> Node::CountersOfNow(NDK_QP* qp) const {
   if (qp == nullptr) return std::nullopt;
   const provider::Qp& q = provider::Qp::From(qp);
   if (&q.GetDriver().Nic() != &impl_->nic->GetDevice()) return std::nullopt;
@@ -100,35 +114,7 @@ struct Fabric::Impl {
   hw::Network network;
   std::vector<std::unique_ptr<Node>> nodes;
 
-  // Inboxes that have doorbells, pushed by the writing thread (a lock-free stack: many pushers,
-  // and the engine takes the whole stack at once, so no pop races a push of the same entry).
-  std::atomic<hw::DoorbellInbox*> ready{nullptr};
-  std::vector<hw::DoorbellInbox*> draining;  // engine side, reused
-
-  static void OnInboxReady(void* context, hw::DoorbellInbox& inbox) {
-    auto* impl = static_cast<Impl*>(context);
-    // relaxed: only a first guess for the CAS, which carries the ordering.
-    hw::DoorbellInbox* head = impl->ready.load(std::memory_order_relaxed);
-    do {
-      inbox.next_ready = head;
-      // release: publishes next_ready to the engine's acquire exchange in DrainDoorbells.
-    } while (!impl->ready.compare_exchange_weak(head, &inbox, std::memory_order_release, std::memory_order_relaxed));
-  }
-
-  // Delivers the doorbells written so far, node by node in node order (as if every node were
-  // looked at), touching only the nodes that have some.
-  void DrainDoorbells() {
-    // relaxed: a cheap look first; most events find no new doorbell.
-    if (ready.load(std::memory_order_relaxed) == nullptr) return;
-    // acquire: pairs with the release CAS in OnInboxReady; makes each inbox's next_ready visible.
-    for (hw::DoorbellInbox* i = ready.exchange(nullptr, std::memory_order_acquire); i != nullptr; i = i->next_ready) {
-      draining.push_back(i);
-    }
-    std::sort(draining.begin(), draining.end(),
-              [](const hw::DoorbellInbox* a, const hw::DoorbellInbox* b) { return a->Node() < b->Node(); });
-    for (hw::DoorbellInbox* inbox : draining) sim::NicOf(*nodes[inbox->Node()]).DrainDoorbells();
-    draining.clear();
-  }
+  sim::Engine engine{events};
 };
 
 namespace {
@@ -155,11 +141,13 @@ Fabric::Fabric(FabricConfig config) : impl_(std::make_unique<Impl>()) {
 }
 
 Fabric::~Fabric() {
+  impl_->engine.Stop(StopMode::kNow);
   // Drivers close what consumers left open before the NICs and the network go away.
   for (auto& node : impl_->nodes) node.reset();
 }
 
 Node& Fabric::AddNode(const NodeConfig& config) {
+  if (Running()) throw ConfigurationError("Fabric::AddNode: the engine runs on its own thread; call Fabric::Stop first");
   auto impl = std::make_unique<Node::Impl>();
   impl->name = config.name.empty() ? "node" + std::to_string(impl_->nodes.size()) : config.name;
   const auto id = static_cast<hw::NodeId>(impl_->nodes.size());
@@ -175,8 +163,9 @@ Node& Fabric::AddNode(const NodeConfig& config) {
   impl->nic = std::make_unique<hw::Nic>(id, impl_->config.profile, impl_->events, *impl->host, impl_->network,
                                         impl_->tracer, impl_->config.seed);
   for (const auto& a : addresses) impl->nic->AddAddress(a);
-  impl->nic->Inbox().SetReadyHook(&Impl::OnInboxReady, impl_.get());
-  impl_->draining.reserve(impl_->nodes.size() + 1);
+  impl_->engine.AddNic(*impl->nic);
+  impl->host->SetControlSerializer(&impl_->engine);
+  impl->engine = &impl_->engine;
   impl_->network.Attach(*impl->nic);
   impl->driver = std::make_unique<provider::Driver>(impl->nic->GetDevice(), *impl->host, impl_->tracer,
                                                    impl_->config.async_completion, impl_->config.seed);
@@ -187,12 +176,18 @@ Node& Fabric::AddNode(const NodeConfig& config) {
 
 Node& Fabric::GetNode(std::size_t index) { return *impl_->nodes.at(index); }
 std::size_t Fabric::NodeCount() const { return impl_->nodes.size(); }
-TimePoint Fabric::Now() const { return impl_->events.Now(); }
+TimePoint Fabric::Now() const {
+  return impl_->engine.Serialize([this] { return impl_->events.Now(); });
+}
 std::uint64_t Fabric::Seed() const { return impl_->config.seed; }
 const HardwareProfile& Fabric::Profile() const { return impl_->config.profile; }
 Tracer& Fabric::Trace() { return impl_->tracer; }
 
 std::uint32_t Fabric::AddFault(const FaultRule& rule) {
+  return impl_->engine.Serialize([&] { return AddFaultNow(rule); });
+}
+
+std::uint32_t Fabric::AddFaultNow(const FaultRule& rule) {
   std::vector<std::string> errors = Validate(rule);
   if (rule.match.node && *rule.match.node >= impl_->nodes.size()) {
     errors.push_back(fmt::format("match.node: no node {} (the fabric has {})", *rule.match.node, impl_->nodes.size()));
@@ -213,50 +208,38 @@ std::uint32_t Fabric::AddFault(const FaultRule& rule) {
 }
 
 void Fabric::RemoveFault(std::uint32_t id) {
+  impl_->engine.Serialize([&] { RemoveFaultNow(id); });
+}
+
+void Fabric::RemoveFaultNow(std::uint32_t id) {
   if (!impl_->network.Faults().Remove(id)) throw ConfigurationError(fmt::format("no fault rule {}", id));
 }
 
 FaultStats Fabric::FaultStatsOf(std::uint32_t id) const {
+  return impl_->engine.Serialize([&] { return FaultStatsOfNow(id); });
+}
+
+FaultStats Fabric::FaultStatsOfNow(std::uint32_t id) const {
   if (!impl_->network.Faults().Known(id)) throw ConfigurationError(fmt::format("no fault rule {}", id));
   return impl_->network.Faults().Stats(id);
 }
 
-std::uint64_t Fabric::RunUntilIdle() {
-  std::uint64_t n = 0;
-  for (;;) {
-    impl_->DrainDoorbells();
-    if (impl_->events.Empty()) return n;
-    impl_->events.RunOne();
-    ++n;
-  }
-}
-
-std::uint64_t Fabric::RunFor(Duration d) {
-  const TimePoint end = impl_->events.Now() + d;
-  std::uint64_t n = 0;
-  for (;;) {
-    impl_->DrainDoorbells();
-    if (impl_->events.Empty() || impl_->events.NextTime() > end) break;
-    impl_->events.RunOne();
-    ++n;
-  }
-  impl_->events.AdvanceTo(end);
-  return n;
-}
-
+std::uint64_t Fabric::RunUntilIdle() { return impl_->engine.RunUntilIdle(); }
+std::uint64_t Fabric::RunFor(Duration d) { return impl_->engine.RunFor(d); }
 RunResult Fabric::RunUntil(const std::function<bool()>& done, Duration limit) {
-  const TimePoint end = impl_->events.Now() + limit;
-  auto stop = [&](RunStop otherwise) { return RunResult{done() ? RunStop::kDone : otherwise}; };
-  for (;;) {
-    if (done()) return RunResult{RunStop::kDone};
-    impl_->DrainDoorbells();
-    if (impl_->events.Empty()) return stop(RunStop::kIdle);
-    if (impl_->events.NextTime() > end) {
-      impl_->events.AdvanceTo(end);
-      return stop(RunStop::kTimeLimit);
-    }
-    impl_->events.RunOne();
+  return impl_->engine.RunUntil(done, limit);
+}
+
+void Fabric::Start(const EngineThreadConfig& config) {
+  if (impl_->tracer.AnyEnabled() || impl_->tracer.Requests().Enabled()) {
+    throw ConfigurationError("Fabric::Start: traces and the request log are stepped-mode tools; disable them first");
   }
+  impl_->engine.Start(config);
+}
+void Fabric::Stop(StopMode mode) { impl_->engine.Stop(mode); }
+bool Fabric::Running() const { return impl_->engine.Running(); }
+EngineThreadStats Fabric::ThreadStats() const {
+  return impl_->engine.Serialize([this] { return impl_->engine.ThreadStats(); });
 }
 
 FaultRule& FaultRule::At(const Node& node) {
@@ -299,6 +282,10 @@ std::string_view Name(RunStop stop) {
 std::ostream& operator<<(std::ostream& os, const RunResult& r) { return os << Name(r.stop); }
 
 std::string Fabric::DescribeFaults() const {
+  return impl_->engine.Serialize([this] { return DescribeFaultsNow(); });
+}
+
+std::string Fabric::DescribeFaultsNow() const {
   const hw::FaultInjector& faults = impl_->network.Faults();
   std::string out;
   for (std::uint32_t id = 0; id < faults.Count(); ++id) {

@@ -105,11 +105,15 @@ enum class QpState : std::uint8_t { kReset, kReadyToReceive, kReadyToSend, kErro
 // multi-producer FIFO that never refuses a write. A consumer may legally post any number of
 // doorbelled requests before the engine next runs (in stepped mode, before the next RunUntil*);
 // when the FIFO is full, writes queue in order in an overflow list that grows with them (a lock,
-// off the steady-state path). The first write into an empty inbox tells whoever runs the engine
-// (SetReadyHook), so that it drains only the inboxes that have doorbells.
+// off the steady-state path).
+//
+// Whoever runs the engine watches the inboxes that have had doorbells and drains them; the first
+// write into an inbox nobody watches calls the ready hook (SetReadyHook), so the engine starts
+// watching it. While it is watched, a write costs the push and one look at a flag the engine does
+// not write. The engine stops watching an inbox when it goes idle (StopWatching).
 class DoorbellInbox {
  public:
-  // Called, on the writing thread, when the inbox goes from drained to holding doorbells.
+  // Called, on the writing thread, when a write finds the inbox unwatched.
   using ReadyHook = void (*)(void* context, DoorbellInbox& inbox);
 
   DoorbellInbox(NodeId node, std::uint32_t fifo_entries) : fifo_(fifo_entries), node_(node) {}
@@ -128,25 +132,22 @@ class DoorbellInbox {
     // acquire: pairs with the release stores in WriteOverflow and Drain; once a writer has gone
     // to the overflow list, writes keep going there until the engine has taken the list.
     if (overflow_active_.load(std::memory_order_acquire) || !fifo_.TryPush(doorbell)) WriteOverflow(doorbell);
-    // seq_cst fence: orders the write above before the look at ready_ below, against the
-    // engine's fence between clearing ready_ and draining (Drain). Of the two, at least one sees
-    // the other's store: either this writer sees ready_ cleared and raises it, or the engine's
-    // drain finds this doorbell.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    // relaxed: a cheap look first; the exchange decides which writer raises it.
-    if (!ready_.load(std::memory_order_relaxed) && !ready_.exchange(true, std::memory_order_acq_rel) &&
+    // relaxed: while the engine watches, this flag stays true and its line stays shared (the
+    // engine does not write it), so the look is cheap. The exchange decides which writer calls
+    // the hook. No fence orders the push before this look (it would cost every post a full
+    // store-buffer drain): a write racing with StopWatching may find the flag still set just as
+    // the engine stops watching. StopWatching's caller looks once more later (Recheck), and the
+    // push is visible by then.
+    if (!watched_.load(std::memory_order_relaxed) && !watched_.exchange(true, std::memory_order_acq_rel) &&
         hook_ != nullptr) {
       hook_(hook_context_, *this);
     }
   }
 
-  // Engine side: hands every queued doorbell to `deliver`, in the order they were written, and
-  // returns how many. Marks the inbox drained first, so a write racing with the drain is either
-  // taken now or raises the hook again.
+  // Engine side, while it watches: hands every queued doorbell to `deliver`, in the order they
+  // were written, and returns how many.
   template <typename Deliver>
   std::size_t Drain(Deliver&& deliver) {
-    ready_.store(false, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with the fence in Write
     std::size_t n = 0;
     Doorbell d;
     while (fifo_.TryPop(d)) {
@@ -166,7 +167,26 @@ class DoorbellInbox {
     return n;
   }
 
-  // Intrusive link for the engine's list of ready inboxes (owned by whoever installs the hook).
+  // Engine side: doorbells are waiting.
+  bool Pending() const { return !fifo_.Empty() || overflow_active_.load(std::memory_order_acquire); }
+
+  // Engine side: stops watching a drained inbox. Returns true if the engine must go on watching
+  // it after all (a doorbell came in meanwhile and no writer saw the inbox unwatched).
+  bool StopWatching() {
+    // seq_cst, and the fence: the store is ordered before the look at the FIFO below.
+    watched_.store(false, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return Recheck();
+  }
+  // Engine side, on an inbox it stopped watching: true if doorbells are waiting that no writer
+  // reported (see Write), in which case the engine watches it again.
+  bool Recheck() {
+    if (!Pending()) return false;
+    // acq_rel: against a writer's exchange; exactly one of us takes the inbox back.
+    return !watched_.exchange(true, std::memory_order_acq_rel);
+  }
+
+  // Intrusive link for the engine's list of inboxes to watch (owned by whoever installs the hook).
   DoorbellInbox* next_ready = nullptr;
 
  private:
@@ -174,11 +194,13 @@ class DoorbellInbox {
   void TakeOverflow(std::vector<Doorbell>& out);
 
   MpscQueue<Doorbell> fifo_;  // first: it is cache-line aligned
-  std::atomic<bool> overflow_active_{false};
-  std::atomic<bool> ready_{false};
+  // On a line of its own: writers read it on every doorbell, the engine writes it only when it
+  // starts or stops watching.
+  alignas(kCacheLineBytes) std::atomic<bool> watched_{false};
+  alignas(kCacheLineBytes) std::atomic<bool> overflow_active_{false};
+  NodeId node_;
   ReadyHook hook_ = nullptr;
   void* hook_context_ = nullptr;
-  NodeId node_;
   std::mutex overflow_mutex_;
   std::vector<Doorbell> overflow_;
   std::vector<Doorbell> taken_;  // engine side: the overflow list being delivered

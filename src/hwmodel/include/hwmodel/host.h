@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <type_traits>
 
 #include "common/inplace_callback.h"
 #include "ndksim/time.h"
@@ -12,6 +14,19 @@
 namespace ndksim::hw {
 
 class EventQueue;
+
+// Serialises the driver's control plane with the engine that runs the NIC and the host's
+// interrupts, DPCs and timers (installed by whoever runs the engine). Run(fn, context) calls
+// fn(context) with nothing else of the node running: at once when the caller is the engine's own
+// thread or no engine thread runs (stepped mode), otherwise on the engine's thread, between two
+// events, with the caller waiting; an exception fn throws reaches the caller.
+class ControlSerializer {
+ public:
+  virtual void Run(void (*fn)(void*), void* context) = 0;
+
+ protected:
+  ~ControlSerializer() = default;
+};
 
 // What a timer or a DPC runs (the event queue's callback type: queuing one never allocates).
 using HostCallback = InplaceCallback<48>;
@@ -34,8 +49,28 @@ class Host {
   void QueueDpc(HostCallback fn);
   TimePoint Now() const;
 
+  // Wiring: the engine's serialiser (none: every call runs at once, on the caller's thread).
+  void SetControlSerializer(ControlSerializer* serializer) { serializer_ = serializer; }
+  // Driver: runs `fn()` serialised with the engine (ControlSerializer) and returns its result.
+  // Every control call of the provider (create, register, connect, close, resize, flush, arm)
+  // goes through here; posting and polling do not.
+  template <typename Fn>
+  auto Serialize(Fn&& fn) {
+    if (serializer_ == nullptr) return fn();
+    using R = decltype(fn());
+    if constexpr (std::is_void_v<R>) {
+      serializer_->Run([](void* f) { (*static_cast<std::remove_reference_t<Fn>*>(f))(); }, &fn);
+    } else {
+      std::optional<R> result;
+      auto call = [&] { result.emplace(fn()); };
+      serializer_->Run([](void* f) { (*static_cast<decltype(call)*>(f))(); }, &call);
+      return R(std::move(*result));
+    }
+  }
+
  private:
   EventQueue& events_;
+  ControlSerializer* serializer_ = nullptr;
   InterruptHandler handler_;
 };
 

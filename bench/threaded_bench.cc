@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: MIT
+// Threaded mode against stepped mode, in wall-clock time, on the functional profile:
+//   - the WQE rate of one posting thread against the engine's thread (64-B writes, DEFER chains of
+//     1, 16 and 64), and the same workload run stepped on one thread;
+//   - what a post costs the posting thread while the engine runs, against its stepped cost;
+//   - one-way latency of a ping-pong between two application threads through the simulator
+//     (post -> peer's CQE -> reply), with the engine as fast as possible and paced.
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "ndksim/harness.h"
+
+namespace ndksim {
+namespace {
+
+constexpr ULONG kDepth = 1024;
+constexpr ULONG kSignalEvery = 64;
+
+QpPairConfig BenchConfig() {
+  QpPairConfig c;
+  c.fabric.profile = profiles::kFunctional;
+  c.initiator_queue_depth = kDepth;
+  c.receive_queue_depth = kDepth;
+  c.cq_depth = 4 * kDepth;
+  return c;
+}
+
+// Posts kDepth 64-B writes (a doorbell every `chain` posts, one signaled request in 64).
+void PostBatch(NDK_QP* qp, const NDK_SGE& sge, UINT64 raddr, UINT32 rtoken, ULONG chain) {
+  const NDK_QP_DISPATCH* d = qp->Dispatch;
+  for (ULONG i = 0; i < kDepth; ++i) {
+    ULONG flags = 0;
+    if (chain > 1 && (i + 1) % chain != 0) flags |= NDK_OP_FLAG_DEFER;
+    if (i % kSignalEvery != kSignalEvery - 1) flags |= NDK_OP_FLAG_SILENT_SUCCESS;
+    const NTSTATUS s = d->NdkWrite(qp, nullptr, &sge, 1, raddr, rtoken, flags);
+    benchmark::DoNotOptimize(s);
+  }
+}
+
+// Reaps the batch's kDepth / kSignalEvery signaled completions, spinning on the CQ.
+void ReapBatch(NDK_CQ* cq) {
+  NDK_RESULT r[16];
+  for (ULONG got = 0; got < kDepth / kSignalEvery;) {
+    const ULONG n = cq->Dispatch->NdkGetCqResults(cq, r, 16);
+    got += n;
+    if (n == 0) std::this_thread::yield();
+  }
+}
+
+// Posts a batch, then waits for its completions; items are WQEs. End to end (real time), or with
+// `posts_only` the posting thread's own cost: only the posting calls are timed (manual time), not
+// the wait for the completions (threaded) or the engine's run (stepped).
+void Writes(benchmark::State& state, bool threaded, bool posts_only) {
+  const auto chain = static_cast<ULONG>(state.range(0));
+  QpPair pair(BenchConfig());
+  auto src = pair.a().Register(64);
+  auto dst = pair.b().Register(64);
+  const NDK_SGE sge = src->Sge(0, 64);
+  if (threaded) pair.fabric().Start();
+  for ([[maybe_unused]] auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    PostBatch(pair.a().qp, sge, dst->Address(), dst->RemoteToken(), chain);
+    if (posts_only) {
+      state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    if (!threaded) pair.fabric().RunUntilIdle();
+    ReapBatch(pair.a().initiator_cq);
+  }
+  if (threaded) {
+    const EngineThreadStats st = pair.fabric().ThreadStats();
+    state.counters["engine_parks"] = static_cast<double>(st.parks);
+    pair.fabric().Stop();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * kDepth);
+  if (posts_only) {
+    state.counters["ns_per_post"] = benchmark::Counter(
+        static_cast<double>(kDepth), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  }
+}
+
+void BM_Stepped_Write64(benchmark::State& state) { Writes(state, false, false); }
+
+// The same stepped workload (chain 16) on a fabric with `range(0)` more nodes that do nothing:
+// the engine touches only the nodes that have doorbells, so the rate does not fall with them.
+void BM_Stepped_Write64_IdleNodes(benchmark::State& state) {
+  QpPair pair(BenchConfig());
+  for (std::int64_t i = 0; i < state.range(0); ++i) {
+    pair.fabric().AddNode({"idle" + std::to_string(i), {"198.51.100." + std::to_string(i + 1)}});
+  }
+  auto src = pair.a().Register(64);
+  auto dst = pair.b().Register(64);
+  const NDK_SGE sge = src->Sge(0, 64);
+  for ([[maybe_unused]] auto _ : state) {
+    PostBatch(pair.a().qp, sge, dst->Address(), dst->RemoteToken(), 16);
+    pair.fabric().RunUntilIdle();
+    ReapBatch(pair.a().initiator_cq);
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * kDepth);
+}
+BENCHMARK(BM_Stepped_Write64_IdleNodes)->Arg(0)->Arg(254)->UseRealTime();
+void BM_Threaded_Write64(benchmark::State& state) { Writes(state, true, false); }
+BENCHMARK(BM_Stepped_Write64)->Arg(1)->Arg(16)->Arg(64)->UseRealTime();
+BENCHMARK(BM_Threaded_Write64)->Arg(1)->Arg(16)->Arg(64)->UseRealTime();
+
+// The posting thread's own cost (ns_per_post).
+void BM_Stepped_PostCost(benchmark::State& state) { Writes(state, false, true); }
+void BM_Threaded_PostCost(benchmark::State& state) { Writes(state, true, true); }
+BENCHMARK(BM_Stepped_PostCost)->Arg(1)->Arg(16)->UseManualTime();
+BENCHMARK(BM_Threaded_PostCost)->Arg(1)->Arg(16)->UseManualTime();
+
+// A pair for ping-pong: 8-B messages, 32 receives posted on each side.
+struct PingPongPair {
+  static QpPairConfig Config() {
+    QpPairConfig config = BenchConfig();
+    config.initiator_queue_depth = 64;
+    config.receive_queue_depth = 64;
+    return config;
+  }
+  PingPongPair() {
+    for (int i = 0; i < 32; ++i) {
+      a.qp->Dispatch->NdkReceive(a.qp, nullptr, &a_sge, 1);
+      b.qp->Dispatch->NdkReceive(b.qp, nullptr, &b_sge, 1);
+    }
+  }
+  QpPair pair{Config()};
+  QpEnd& a = pair.a();
+  QpEnd& b = pair.b();
+  std::unique_ptr<RegisteredBuffer> a_buf = a.Register(64);
+  std::unique_ptr<RegisteredBuffer> b_buf = b.Register(64);
+  NDK_SGE a_sge = a_buf->Sge(0, 8);
+  NDK_SGE b_sge = b_buf->Sge(0, 8);
+};
+
+// Ping-pong: this thread sends 8 B to B; B's thread waits for the receive and sends 8 B back;
+// this thread waits for that receive. One iteration is a round trip; one_way_us is half of it.
+// With `one_thread`, this thread plays B as well (no echo thread): the engine and one application
+// thread, so that a machine with two cores runs every thread on a core of its own.
+void PingPong(benchmark::State& state, double pace, bool one_thread = false) {
+  PingPongPair p;
+  QpPair& pair = p.pair;
+  QpEnd& a = p.a;
+  QpEnd& b = p.b;
+  const NDK_SGE a_sge = p.a_sge;
+  const NDK_SGE b_sge = p.b_sge;
+  // Waits for one receive on `end`, posts it again and reaps the send completions on the way.
+  // Three busy threads (this, the echo, the engine) may share fewer cores: they yield.
+  auto await_message = [one_thread](QpEnd& end, const NDK_SGE& sge, const std::atomic<bool>* quit) {
+    NDK_RESULT r;
+    for (;;) {
+      if (end.receive_cq->Dispatch->NdkGetCqResults(end.receive_cq, &r, 1) == 1) break;
+      if (quit != nullptr && quit->load(std::memory_order_relaxed)) return false;
+      if (!one_thread) std::this_thread::yield();
+    }
+    end.qp->Dispatch->NdkReceive(end.qp, nullptr, &sge, 1);
+    while (end.initiator_cq->Dispatch->NdkGetCqResults(end.initiator_cq, &r, 1) == 1) {
+    }
+    return true;
+  };
+  EngineThreadConfig engine;
+  engine.pace = pace;
+  pair.fabric().Start(engine);
+  std::atomic<bool> quit{false};
+  std::thread echo;
+  if (!one_thread) {
+    echo = std::thread([&] {
+      while (await_message(b, b_sge, &quit)) {
+        b.qp->Dispatch->NdkSend(b.qp, nullptr, &b_sge, 1, NDK_OP_FLAG_INLINE);
+      }
+    });
+  }
+  const auto start = std::chrono::steady_clock::now();
+  for ([[maybe_unused]] auto _ : state) {
+    a.qp->Dispatch->NdkSend(a.qp, nullptr, &a_sge, 1, NDK_OP_FLAG_INLINE);
+    if (one_thread) {
+      await_message(b, b_sge, nullptr);
+      b.qp->Dispatch->NdkSend(b.qp, nullptr, &b_sge, 1, NDK_OP_FLAG_INLINE);
+    }
+    await_message(a, a_sge, nullptr);
+  }
+  const std::chrono::duration<double, std::micro> elapsed = std::chrono::steady_clock::now() - start;
+  quit = true;
+  if (echo.joinable()) echo.join();
+  pair.fabric().Stop(StopMode::kNow);
+  state.counters["one_way_us"] = elapsed.count() / (2.0 * static_cast<double>(state.iterations()));
+}
+
+// The same ping-pong in stepped mode, on one thread: what the simulation itself costs per message.
+void BM_Stepped_PingPong(benchmark::State& state) {
+  PingPongPair p;
+  QpPair& pair = p.pair;
+  QpEnd& a = p.a;
+  QpEnd& b = p.b;
+  const NDK_SGE a_sge = p.a_sge;
+  const NDK_SGE b_sge = p.b_sge;
+  auto await_message = [&pair](QpEnd& end, const NDK_SGE& sge) {
+    NDK_RESULT r;
+    pair.fabric().RunUntil([&] { return end.receive_cq->Dispatch->NdkGetCqResults(end.receive_cq, &r, 1) == 1; });
+    end.qp->Dispatch->NdkReceive(end.qp, nullptr, &sge, 1);
+    while (end.initiator_cq->Dispatch->NdkGetCqResults(end.initiator_cq, &r, 1) == 1) {
+    }
+  };
+  const auto start = std::chrono::steady_clock::now();
+  for ([[maybe_unused]] auto _ : state) {
+    a.qp->Dispatch->NdkSend(a.qp, nullptr, &a_sge, 1, NDK_OP_FLAG_INLINE);
+    await_message(b, b_sge);
+    b.qp->Dispatch->NdkSend(b.qp, nullptr, &b_sge, 1, NDK_OP_FLAG_INLINE);
+    await_message(a, a_sge);
+  }
+  const std::chrono::duration<double, std::micro> elapsed = std::chrono::steady_clock::now() - start;
+  state.counters["one_way_us"] = elapsed.count() / (2.0 * static_cast<double>(state.iterations()));
+}
+BENCHMARK(BM_Stepped_PingPong)->UseRealTime();
+
+void BM_Threaded_PingPong(benchmark::State& state) { PingPong(state, 0); }
+void BM_Threaded_PingPong_PacedRealTime(benchmark::State& state) { PingPong(state, 1.0); }
+void BM_Threaded_PingPong_OneApplicationThread(benchmark::State& state) { PingPong(state, 0, true); }
+BENCHMARK(BM_Threaded_PingPong)->UseRealTime();
+BENCHMARK(BM_Threaded_PingPong_OneApplicationThread)->UseRealTime();
+BENCHMARK(BM_Threaded_PingPong_PacedRealTime)->UseRealTime();
+
+}  // namespace
+}  // namespace ndksim
