@@ -111,7 +111,7 @@ enum class QpState : std::uint8_t { kReset, kReadyToReceive, kReadyToSend, kErro
 // write into an inbox nobody watches calls the ready hook (SetReadyHook), so the engine starts
 // watching it. While it is watched, a write costs the push and one look at a flag the engine does
 // not write. The engine stops watching an inbox when it goes idle (StopWatching).
-class DoorbellInbox {
+class DoorbellInbox {  // NOLINT(clang-analyzer-optin.performance.Padding): the flags on lines of their own
  public:
   // Called, on the writing thread, when a write finds the inbox unwatched.
   using ReadyHook = void (*)(void* context, DoorbellInbox& inbox);
