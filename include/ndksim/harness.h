@@ -221,6 +221,8 @@ class QpPair {
     Connect();
   }
   ~QpPair() {
+    // Closing runs the fabric stepped: a pair whose engine still runs on its thread stops it first.
+    fabric_.Stop(StopMode::kNow);
     CloseExtras();
     Close(a_);
     Close(b_);
