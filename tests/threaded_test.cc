@@ -572,16 +572,21 @@ TEST(ThreadedEngine, ControlCallsFromSeveralThreadsAtOnceAllSucceedWhileTrafficR
 
 // ---- the engine thread's life --------------------------------------------------------------------
 
+// Posts `n` signaled 4-KiB writes from A to B.
+void PostWrites(QpPair& pair, RegisteredBuffer& local, RegisteredBuffer& remote, int n) {
+  const NDK_SGE sge = local.Sge(0, 4096);
+  for (int i = 0; i < n; ++i) {
+    ASSERT_NT_SUCCESS(
+        pair.a().qp->Dispatch->NdkWrite(pair.a().qp, nullptr, &sge, 1, remote.Address(), remote.RemoteToken(), 0));
+  }
+}
+
 TEST(ThreadedEngine, StoppingWithDrainLeavesNothingScheduled) {
   QpPair pair;
   auto local = pair.a().Register(4096);
   auto remote = pair.b().Register(4096);
   pair.fabric().Start();
-  const NDK_SGE sge = local->Sge(0, 4096);
-  for (int i = 0; i < 8; ++i) {
-    ASSERT_NT_SUCCESS(pair.a().qp->Dispatch->NdkWrite(pair.a().qp, nullptr, &sge, 1, remote->Address(),
-                                                      remote->RemoteToken(), 0));
-  }
+  PostWrites(pair, *local, *remote, 8);
   pair.fabric().Stop(StopMode::kDrain);
   EXPECT_FALSE(pair.fabric().Running());
   EXPECT_EQ(pair.fabric().RunUntilIdle(), 0u);  // nothing was left
@@ -622,11 +627,7 @@ TEST(ThreadedEngine, AQpPairDestroyedWhileItsEngineRunsStopsItAndClosesItsObject
     auto local = pair.a().Register(4096);
     auto remote = pair.b().Register(4096);
     pair.fabric().Start();
-    const NDK_SGE sge = local->Sge(0, 4096);
-    for (int i = 0; i < 8; ++i) {
-      ASSERT_NT_SUCCESS(pair.a().qp->Dispatch->NdkWrite(pair.a().qp, nullptr, &sge, 1, remote->Address(),
-                                                        remote->RemoteToken(), 0));
-    }
+    PostWrites(pair, *local, *remote, 8);
   }  // closing needs stepped runs: the pair stops the engine first (it used to throw here)
   SUCCEED();
 }
