@@ -6,21 +6,14 @@
 
 #include <vector>
 
+#include "bench_config.h"
 #include "ndksim/harness.h"
 
 namespace ndksim {
 namespace {
 
-constexpr ULONG kDepth = 1024;
-
-QpPairConfig BenchConfig() {
-  QpPairConfig c;
-  c.fabric.profile = profiles::kFunctional;
-  c.initiator_queue_depth = kDepth;
-  c.receive_queue_depth = kDepth;
-  c.cq_depth = 4 * kDepth;
-  return c;
-}
+using bench::BenchConfig;
+using bench::kDepth;
 
 void DrainAll(QpPair& pair, NDK_CQ* cq) {
   pair.fabric().RunUntilIdle();

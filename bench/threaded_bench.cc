@@ -13,22 +13,15 @@
 #include <string>
 #include <thread>
 
+#include "bench_config.h"
 #include "ndksim/harness.h"
 
 namespace ndksim {
 namespace {
 
-constexpr ULONG kDepth = 1024;
+using bench::BenchConfig;
+using bench::kDepth;
 constexpr ULONG kSignalEvery = 64;
-
-QpPairConfig BenchConfig() {
-  QpPairConfig c;
-  c.fabric.profile = profiles::kFunctional;
-  c.initiator_queue_depth = kDepth;
-  c.receive_queue_depth = kDepth;
-  c.cq_depth = 4 * kDepth;
-  return c;
-}
 
 // Posts kDepth 64-B writes (a doorbell every `chain` posts, one signaled request in 64).
 void PostBatch(NDK_QP* qp, const NDK_SGE& sge, UINT64 raddr, UINT32 rtoken, ULONG chain) {

@@ -64,9 +64,7 @@ void Engine::DrainDoorbells() {
          i = i->next_ready) {
       watching_.push_back(i);
     }
-    // Node order, as if every node were looked at.
-    std::sort(watching_.begin(), watching_.end(),
-              [](const hw::DoorbellInbox* a, const hw::DoorbellInbox* b) { return a->Node() < b->Node(); });
+    SortWatchingByNode();
   }
   for (hw::DoorbellInbox* inbox : watching_) {
     if (nics_[inbox->Node()]->DrainDoorbells() != 0) ++stats_.doorbell_drains;
@@ -95,10 +93,12 @@ void Engine::RecheckStopped() {
     }
   }
   stopped_.clear();
-  if (added) {
-    std::sort(watching_.begin(), watching_.end(),
-              [](const hw::DoorbellInbox* a, const hw::DoorbellInbox* b) { return a->Node() < b->Node(); });
-  }
+  if (added) SortWatchingByNode();
+}
+
+void Engine::SortWatchingByNode() {
+  std::sort(watching_.begin(), watching_.end(),
+            [](const hw::DoorbellInbox* a, const hw::DoorbellInbox* b) { return a->Node() < b->Node(); });
 }
 
 void Engine::RequireStepped(const char* call) const {

@@ -12,9 +12,8 @@
 #include <exception>
 #include <functional>
 #include <mutex>
-#include <optional>
 #include <thread>
-#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "hwmodel/device.h"
@@ -56,15 +55,7 @@ class Engine final : public hw::ControlSerializer {
   // Runs `fn()` serialised with the engine (Run) and returns its result.
   template <typename Fn>
   auto Serialize(Fn&& fn) {
-    using R = decltype(fn());
-    if constexpr (std::is_void_v<R>) {
-      Run([](void* f) { (*static_cast<std::remove_reference_t<Fn>*>(f))(); }, &fn);
-    } else {
-      std::optional<R> result;
-      auto call = [&] { result.emplace(fn()); };
-      Run([](void* f) { (*static_cast<decltype(call)*>(f))(); }, &call);
-      return R(std::move(*result));
-    }
+    return hw::SerializeThrough(this, std::forward<Fn>(fn));
   }
 
  private:
@@ -83,6 +74,7 @@ class Engine final : public hw::ControlSerializer {
   // stopped watching are looked at again by RecheckStopped.
   bool StopWatching();
   void RecheckStopped();
+  void SortWatchingByNode();  // node order: as if every node were looked at
   // Stepped runs end with every inbox unwatched; true if nothing is left to do.
   bool StopWatchingStepped();
   void RequireStepped(const char* call) const;

@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <type_traits>
+#include <utility>
 
 #include "common/inplace_callback.h"
 #include "ndksim/time.h"
@@ -27,6 +28,21 @@ class ControlSerializer {
  protected:
   ~ControlSerializer() = default;
 };
+
+// Runs `fn()` through `serializer` (nullptr: at once, on this thread) and returns its result.
+template <typename Fn>
+auto SerializeThrough(ControlSerializer* serializer, Fn&& fn) {
+  if (serializer == nullptr) return fn();
+  using R = decltype(fn());
+  if constexpr (std::is_void_v<R>) {
+    serializer->Run([](void* f) { (*static_cast<std::remove_reference_t<Fn>*>(f))(); }, &fn);
+  } else {
+    std::optional<R> result;
+    auto call = [&] { result.emplace(fn()); };
+    serializer->Run([](void* f) { (*static_cast<decltype(call)*>(f))(); }, &call);
+    return R(std::move(*result));
+  }
+}
 
 // What a timer or a DPC runs (the event queue's callback type: queuing one never allocates).
 using HostCallback = InplaceCallback<48>;
@@ -56,16 +72,7 @@ class Host {
   // goes through here; posting and polling do not.
   template <typename Fn>
   auto Serialize(Fn&& fn) {
-    if (serializer_ == nullptr) return fn();
-    using R = decltype(fn());
-    if constexpr (std::is_void_v<R>) {
-      serializer_->Run([](void* f) { (*static_cast<std::remove_reference_t<Fn>*>(f))(); }, &fn);
-    } else {
-      std::optional<R> result;
-      auto call = [&] { result.emplace(fn()); };
-      serializer_->Run([](void* f) { (*static_cast<decltype(call)*>(f))(); }, &call);
-      return R(std::move(*result));
-    }
+    return SerializeThrough(serializer_, std::forward<Fn>(fn));
   }
 
  private:
