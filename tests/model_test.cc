@@ -220,13 +220,13 @@ TEST(WaitListTest, WakesOneWaiterPerHandOverInArrivalOrder) {
   EventQueue events;
   TimePoint free_at{Nanoseconds(10)};
   std::vector<std::uint32_t> woken;
-  WaitList list(
-      events, [&] { return free_at; },
-      [&](std::uint32_t id) {
-        woken.push_back(id);
-        free_at = events.Now() + Nanoseconds(10);  // each waiter holds the resource for 10 ns
-      });
-  for (std::uint32_t id : {7u, 3u, 5u}) list.Add(id);
+  WaitList list(events, [&] { return free_at; });
+  for (std::uint32_t id : {7u, 3u, 5u}) {
+    list.Add([&woken, &free_at, &events, id] {
+      woken.push_back(id);
+      free_at = events.Now() + Nanoseconds(10);  // each waiter holds the resource for 10 ns
+    });
+  }
   EXPECT_EQ(events.Pending(), 1u);  // one event for three waiters
   while (!events.Empty()) events.RunOne();
   EXPECT_EQ(woken, (std::vector<std::uint32_t>{7, 3, 5}));

@@ -229,7 +229,9 @@ TEST(PerfCli, EveryCommandTheDocsShowIsValid) {
   const std::vector<std::string> commands = DocumentedCommands();
   EXPECT_GE(commands.size(), 10u);
   for (const std::string& args : commands) {
-    const Outcome o = Perf(args + " --dry-run");
+    // --dry-run goes first: after the command, an option that wants a value would take it as
+    // its value (a quoted `--out_json` once wrote a file named "--dry-run").
+    const Outcome o = Perf("--dry-run " + args);
     EXPECT_EQ(o.exit_code, 0) << "scripts/run.sh" << args << ": " << o.err;
   }
 }

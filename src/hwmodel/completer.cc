@@ -97,9 +97,8 @@ void Completer::OnRnrDelayOver(Qpn qpn, std::uint64_t generation, std::uint32_t 
   // The request the peer was not ready for may have been acknowledged meanwhile (a delayed copy of
   // it arrived after the peer posted a receive): then there is nothing to resend, and resending
   // from it would rewind to a retired WQE. The ACK timer covers whatever is still outstanding.
-  const RequesterState& r = qp->requester;
-  const bool outstanding = static_cast<std::int32_t>(counter - r.head) >= 0 &&
-                           static_cast<std::int32_t>(r.next_exec - counter) > 0 &&
+  const bool outstanding = static_cast<std::int32_t>(counter - qp->completer.head) >= 0 &&
+                           static_cast<std::int32_t>(qp->requester.next_exec - counter) > 0 &&
                            qp->Descriptor(counter).state == DescriptorState::kAwaitingAck;
   if (!outstanding) {
     RestartTimer(*qp);
@@ -195,9 +194,8 @@ void Completer::MadeProgress(QpContext& qp) {
 
 void Completer::AcknowledgeUpTo(QpContext& qp, Psn psn) {
   NoteProgress(qp, psn);
-  RequesterState& r = qp.requester;
   bool completed = false;
-  for (std::uint32_t c = r.head; c != r.next_exec; ++c) {
+  for (std::uint32_t c = qp.completer.head; c != qp.requester.next_exec; ++c) {
     WqeDescriptor& d = qp.Descriptor(c);
     if (d.state == DescriptorState::kCompleted || d.state == DescriptorState::kPlacing) continue;
     if (d.state != DescriptorState::kAwaitingAck || !d.last_psn.AtOrBefore(psn)) break;
@@ -209,10 +207,10 @@ void Completer::AcknowledgeUpTo(QpContext& qp, Psn psn) {
 }
 
 void Completer::Retire(QpContext& qp) {
-  RequesterState& r = qp.requester;
+  CompleterState& c = qp.completer;
   std::uint32_t retired = 0;
-  while (r.head != r.tail && qp.Descriptor(r.head).state == DescriptorState::kCompleted) {
-    WqeDescriptor& d = qp.Descriptor(r.head);
+  while (c.head != qp.fetch.tail && qp.Descriptor(c.head).state == DescriptorState::kCompleted) {
+    WqeDescriptor& d = qp.Descriptor(c.head);
     const bool failed = d.syndrome != CompletionSyndrome::kSuccess;
     if (failed || (d.control.flags & wqe_flag::kSignaled)) {
       CompletionRecord rec;
@@ -227,28 +225,18 @@ void Completer::Retire(QpContext& qp) {
                  d.control.wqe_counter, Name(d.syndrome));
     d.state = DescriptorState::kFree;
     qp.send_queue.ring->ConsumerRelease(qp.send_queue.stride_blocks);
-    ++r.head;
+    ++c.head;
     ++retired;
   }
   if (retired == 0) return;
-  // A rewind leaves the pipeline behind requests that were already done (a write acknowledged
-  // after a read whose responses were lost); once they retire, it must not visit their freed
-  // descriptors (head <= segment_next <= next_exec).
-  const auto behind_head = [&](std::uint32_t c) { return static_cast<std::int32_t>(c - r.head) < 0; };
-  if (behind_head(r.next_exec)) r.next_exec = r.head;
-  if (behind_head(r.segment_next)) {
-    r.segment_next = r.head;
-    r.segment_packet = 0;
-  }
+  nic_.Req().OnRetired(qp);
   nic_.Fetch().Kick(qp);
 }
 
 void Completer::CompleteWithError(QpContext& qp, std::uint32_t counter, CompletionSyndrome syndrome) {
   WqeDescriptor& d = qp.Descriptor(counter);
   const bool read_out = d.state == DescriptorState::kAwaitingAck || d.state == DescriptorState::kPlacing;
-  if (read_out && IsRead(d) && qp.requester.outstanding_reads > 0) {
-    --qp.requester.outstanding_reads;
-  }
+  if (read_out && IsRead(d)) nic_.Req().OnReadFailed(qp);
   d.state = DescriptorState::kCompleted;
   d.syndrome = syndrome;
   NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Completer, "qp {} wqe {} failed: {}", qp.qpn.value,
@@ -267,8 +255,7 @@ void Completer::CompleteLocal(QpContext& qp, std::uint32_t counter) {
 }
 
 void Completer::FlushFetched(QpContext& qp) {
-  RequesterState& r = qp.requester;
-  for (std::uint32_t c = r.head; c != r.tail; ++c) {
+  for (std::uint32_t c = qp.completer.head; c != qp.fetch.tail; ++c) {
     WqeDescriptor& d = qp.Descriptor(c);
     // A read whose every response is in completes when its data has landed, successfully: the
     // error came after it (a responder answers in PSN order).
@@ -276,12 +263,18 @@ void Completer::FlushFetched(QpContext& qp) {
     d.state = DescriptorState::kCompleted;
     d.syndrome = CompletionSyndrome::kFlushed;
   }
-  r.next_exec = r.tail;
-  r.segment_next = r.tail;
-  r.segment_packet = 0;
-  r.outstanding_reads = 0;
+  nic_.Req().OnFlushed(qp);
   Retire(qp);
 }
+
+void Completer::OnConnect(QpContext& qp, Psn send_psn) {
+  CompleterState& c = qp.completer;
+  c.acknowledged = send_psn + Psn::kMask;  // nothing sent yet
+  c.retries_left = nic_.Profile().retry_count;
+  c.rnr_retries_left = nic_.Profile().rnr_retry_count;
+}
+
+void Completer::StopTimer(QpContext& qp) { qp.completer.CancelTimer(); }
 
 void Completer::ArmTimer(QpContext& qp) {
   if (qp.completer.timer_armed || qp.completer.rnr_wait) return;
@@ -331,7 +324,7 @@ void Completer::OnTimeout(Qpn qpn, std::uint64_t generation) {
 }
 
 Psn Completer::ResendPoint(const QpContext& qp, std::uint32_t counter) const {
-  const WqeDescriptor& d = qp.requester.descriptors[counter % kDescriptorSlots];
+  const WqeDescriptor& d = qp.Descriptor(counter);
   if (IsRead(d)) return d.first_psn + d.responses_received;
   // Packets up to the newest acknowledged PSN arrived; those of this WQE are not sent again.
   const Psn next = qp.completer.acknowledged + 1;
@@ -339,8 +332,7 @@ Psn Completer::ResendPoint(const QpContext& qp, std::uint32_t counter) const {
 }
 
 bool Completer::FindByPsn(QpContext& qp, Psn psn, std::uint32_t* counter) {
-  RequesterState& r = qp.requester;
-  for (std::uint32_t c = r.head; c != r.next_exec; ++c) {
+  for (std::uint32_t c = qp.completer.head; c != qp.requester.next_exec; ++c) {
     const WqeDescriptor& d = qp.Descriptor(c);
     if (d.state != DescriptorState::kAwaitingAck) continue;
     if (!psn.Before(d.first_psn) && psn.AtOrBefore(d.last_psn)) {
@@ -352,8 +344,7 @@ bool Completer::FindByPsn(QpContext& qp, Psn psn, std::uint32_t* counter) {
 }
 
 bool Completer::OldestIncompleteRead(QpContext& qp, std::uint32_t* counter) {
-  RequesterState& r = qp.requester;
-  for (std::uint32_t c = r.head; c != r.next_exec; ++c) {
+  for (std::uint32_t c = qp.completer.head; c != qp.requester.next_exec; ++c) {
     const WqeDescriptor& d = qp.Descriptor(c);
     if (IsRead(d) && d.state == DescriptorState::kAwaitingAck) {
       *counter = c;
@@ -364,8 +355,7 @@ bool Completer::OldestIncompleteRead(QpContext& qp, std::uint32_t* counter) {
 }
 
 bool Completer::OldestAwaiting(QpContext& qp, std::uint32_t* counter) {
-  RequesterState& r = qp.requester;
-  for (std::uint32_t c = r.head; c != r.next_exec; ++c) {
+  for (std::uint32_t c = qp.completer.head; c != qp.requester.next_exec; ++c) {
     if (qp.Descriptor(c).state == DescriptorState::kAwaitingAck) {
       *counter = c;
       return true;

@@ -31,6 +31,10 @@ class Completer {
   void FlushFetched(QpContext& qp);
   // Starts the ACK timer if WQEs await acknowledgement and it is not running.
   void ArmTimer(QpContext& qp);
+  // Messages from the NIC's command processing: the QP was connected (its first PSN is
+  // `send_psn`), or entered the error state (the ACK timer stops).
+  void OnConnect(QpContext& qp, Psn send_psn);
+  void StopTimer(QpContext& qp);
 
  private:
   void OnAcknowledge(QpContext& qp, const Packet& p);

@@ -172,37 +172,4 @@ void CompletionEngine::ReportError(CqContext& cq) {
   nic_.PostEvent(e);
 }
 
-void CompletionEngine::FlushReceives(QpContext& qp) {
-  ResponderState& r = qp.responder;
-  if (qp.srq.value != 0) {
-    // SRQ WQEs belong to the SRQ, not the QP (ref §3.9): only one this QP had already taken for
-    // a message it will never finish completes, flushed; the rest stay for other QPs.
-    if (!r.in_message) return;
-    r.in_message = false;
-    CompletionRecord rec;
-    rec.qpn = qp.qpn.value;
-    rec.wqe_counter = r.receive_wqe;
-    rec.opcode = WqeOpcode::kReceive;
-    rec.syndrome = CompletionSyndrome::kFlushed;
-    rec.flags = cqe_flag::kReceive | cqe_flag::kSrq;
-    rec.srqn = qp.srq.value;
-    Post(qp.receive_cq, rec, &r.write_order);
-    return;
-  }
-  const WorkQueue& rq = qp.receive_queue;
-  if (rq.ring == nullptr) return;
-  const std::uint32_t published = rq.ring->PublishedProducerIndex();
-  while (published - r.receive_counter * rq.stride_blocks >= rq.stride_blocks) {
-    CompletionRecord rec;
-    rec.qpn = qp.qpn.value;
-    rec.wqe_counter = r.receive_counter;
-    rec.opcode = WqeOpcode::kReceive;
-    rec.syndrome = CompletionSyndrome::kFlushed;
-    rec.flags = cqe_flag::kReceive;
-    Post(qp.receive_cq, rec, &r.write_order);
-    rq.ring->ConsumerRelease(rq.stride_blocks);
-    ++r.receive_counter;
-  }
-}
-
 }  // namespace ndksim::hw

@@ -44,8 +44,6 @@ class CompletionEngine {
   // `epoch`: the consumer's arm (Doorbell::arm_epoch); an arm of an epoch already satisfied is
   // ignored, so arms merged before a callback never give a second one.
   void Arm(CqNumber cq, CqArmKind kind, std::uint32_t consumer_index, std::uint32_t epoch = 0);
-  // Completes every receive WQE the host has published on a QP in error as flushed.
-  void FlushReceives(QpContext& qp);
   // Interrupt moderation of `cq` (ref §3.14); the latest setting wins at once.
   void SetModeration(CqContext& cq, const CqModeration& moderation);
 

@@ -1,7 +1,16 @@
 // SPDX-License-Identifier: MIT
 // The NIC's per-object context entries (its QP and CQ tables). Each block owns one part of a QP's
-// context and touches only that part; blocks tell each other about changes through calls that
-// carry a message ("WQE retired", "reads drained"), never by writing another block's part.
+// context and changes only that part: the doorbell unit its DoorbellState, WQE fetch its
+// FetchState, the requester its RequesterState, the responder its ResponderState, the completer
+// its CompleterState. A block may read another's part; it tells the owner about a change through a
+// call that carries a message ("WQEs retired", "read failed", "flushed"), or a scheduled event,
+// never by writing the part itself (tests/layering/check_layers.cmake rejects such a write).
+//
+// The WQE descriptors are handed along the pipeline rather than owned by one block: WQE fetch
+// fills a free descriptor (kFree -> kFetched), the requester executes it (kFetched -> kExecuting
+// -> kAwaitingAck, and back to kFetched on a rewind the completer asks for), and the completer
+// finishes and frees it (kAwaitingAck -> kPlacing -> kCompleted -> kFree). A descriptor is
+// changed only by the block whose stage its state names.
 #pragma once
 
 #include <array>
@@ -75,20 +84,26 @@ struct StagedPacket {
   bool ready = false;          // payload is in the NIC
 };
 
-// Requester and WQE-fetch part of a QP context. A WQE goes through two in-order stages: the
-// processing unit (checks, PSN assignment) and the segmenter (packets, payload DMA, staging);
-// staged packets are transmitted in order as their payload arrives.
+// Doorbell-unit part of a QP context: the send queue's doorbell register.
+struct DoorbellState {
+  std::uint32_t index = 0;    // send-queue producer index (blocks) of the last doorbell handled
+  std::uint32_t arrived = 0;  // ... and of the last doorbell that reached the NIC
+};
+
+// WQE-fetch part of a QP context.
+struct FetchState {
+  std::uint32_t fetched_blocks = 0;  // send-queue blocks fetched so far
+  bool in_flight = false;            // a burst read is on its way
+  std::uint32_t tail = 0;            // one past the newest fetched WQE
+};
+
+// Requester part of a QP context. A WQE goes through two in-order stages: the processing unit
+// (checks, PSN assignment) and the segmenter (packets, payload DMA, staging); staged packets are
+// transmitted in order as their payload arrives. With the completer's retirement cursor `head`
+// and fetch's `tail`: head <= segment_next <= next_exec <= tail.
 struct RequesterState {
-  std::uint32_t doorbell_index = 0;   // send-queue producer index (blocks) of the last doorbell handled
-  std::uint32_t doorbell_arrived = 0; // ... and of the last doorbell that reached the NIC
-  std::uint32_t fetched_blocks = 0;   // blocks fetched so far
-  bool fetch_in_flight = false;
-  // Descriptors are addressed by WQE counter modulo kDescriptorSlots.
-  std::array<WqeDescriptor, kDescriptorSlots> descriptors;
-  std::uint32_t head = 0;          // oldest unretired WQE
-  std::uint32_t segment_next = 0;  // next WQE to segment (head <= segment_next <= next_exec)
+  std::uint32_t segment_next = 0;  // next WQE to segment
   std::uint32_t next_exec = 0;     // next WQE for the processing unit
-  std::uint32_t tail = 0;          // one past the newest fetched WQE
   std::uint32_t segment_packet = 0;  // next packet of WQE segment_next
   bool scheduled = false;          // a processing-unit step is pending
   Psn next_psn;
@@ -180,6 +195,7 @@ struct ResponderState {
 
 // Completer part of a QP context.
 struct CompleterState {
+  std::uint32_t head = 0;              // oldest unretired WQE
   Psn acknowledged;                    // newest PSN the peer has acknowledged (explicitly or not)
   std::uint32_t retries_left = 0;
   std::uint32_t rnr_retries_left = 0;
@@ -213,16 +229,20 @@ struct QpContext {
   Qpn remote_qpn;
   std::uint32_t inbound_read_limit = 0;
   std::uint32_t outbound_read_limit = 0;
-  bool receive_flushed_all = false;
-  std::uint32_t receive_flushed_to = 0;  // receive WQEs flushed so far (error state)
   SrqNumber srq;                         // receives come from this SRQ (0: own receive queue)
 
+  DoorbellState doorbell;
+  FetchState fetch;
   RequesterState requester;
   ResponderState responder;
   CompleterState completer;
   QpCounters counters;
+  // Descriptors of fetched WQEs, addressed by WQE counter modulo kDescriptorSlots, handed along
+  // the pipeline (see the top of this file).
+  std::array<WqeDescriptor, kDescriptorSlots> descriptors;
 
-  WqeDescriptor& Descriptor(std::uint32_t counter) { return requester.descriptors[counter % kDescriptorSlots]; }
+  WqeDescriptor& Descriptor(std::uint32_t counter) { return descriptors[counter % kDescriptorSlots]; }
+  const WqeDescriptor& Descriptor(std::uint32_t counter) const { return descriptors[counter % kDescriptorSlots]; }
 };
 
 // A shared receive queue: receive WQEs any attached QP takes, in posting order.

@@ -7,10 +7,17 @@
 #include "contexts.h"
 #include "pcie_link.h"
 #include "processing_units.h"
+#include "responder.h"
 #include "wqe_fetch.h"
 #include "ndksim/trace.h"
 
 namespace ndksim::hw {
+
+void DoorbellUnit::OnCreate(QpContext& qp) {
+  // The register starts at the ring's producer index: nothing is posted yet.
+  qp.doorbell.index = qp.send_queue.ring->ProducerIndex();
+  qp.doorbell.arrived = qp.doorbell.index;
+}
 
 void DoorbellUnit::OnMmioWrite(const Doorbell& doorbell) {
   ++nic_.MutableCounters().doorbells;
@@ -38,16 +45,16 @@ void DoorbellUnit::OnArrival(const Doorbell& doorbell) {
       // kLose: the write never reaches the register; a later doorbell covers these WQEs.
       if (nic_.InjectFault(FaultPoint::kDoorbell, doorbell.object) != nullptr) return;
       // Indices are free-running; a late doorbell never moves the register backwards.
-      RequesterState& r = qp->requester;
-      if (static_cast<std::int32_t>(doorbell.index - r.doorbell_arrived) > 0) {
+      DoorbellState& r = qp->doorbell;
+      if (static_cast<std::int32_t>(doorbell.index - r.arrived) > 0) {
         RequestLog& log = nic_.Trace().Requests();
         if (log.Enabled()) {
           const std::uint32_t stride = qp->send_queue.stride_blocks;
-          for (std::uint32_t b = r.doorbell_arrived; b != doorbell.index; b += stride) {
+          for (std::uint32_t b = r.arrived; b != doorbell.index; b += stride) {
             log.Mark(nic_.Id(), qp->qpn.value, b / stride, RequestStage::kDoorbell, events_.Now());
           }
         }
-        r.doorbell_arrived = doorbell.index;
+        r.arrived = doorbell.index;
       }
       // The QP's processing unit handles the doorbell (context lookup, scheduling); only then does
       // the register take the new index and WQE fetch see the WQEs it covers.
@@ -58,8 +65,8 @@ void DoorbellUnit::OnArrival(const Doorbell& doorbell) {
       events_.Schedule(handled, EventPriority::kDevice, [this, qpn, has_wqe, index] {
         QpContext* q = nic_.FindQp(qpn);
         if (q == nullptr) return;
-        const bool ahead = static_cast<std::int32_t>(index - q->requester.doorbell_index) > 0;
-        if (ahead) q->requester.doorbell_index = index;
+        const bool ahead = static_cast<std::int32_t>(index - q->doorbell.index) > 0;
+        if (ahead) q->doorbell.index = index;
         if (has_wqe && ahead && nic_.Fetch().TakeFromDoorbell(*q, index)) return;
         nic_.Fetch().Kick(*q);
       });
@@ -69,7 +76,7 @@ void DoorbellUnit::OnArrival(const Doorbell& doorbell) {
       // Receive WQEs are read when sends need them (and read ahead); a receive doorbell only
       // matters to a QP in error, whose newly posted receives must be flushed.
       QpContext* qp = nic_.FindQp(Qpn{doorbell.object});
-      if (qp != nullptr && qp->state == QpState::kError) nic_.Cqes().FlushReceives(*qp);
+      if (qp != nullptr && qp->state == QpState::kError) nic_.Resp().FlushReceives(*qp);
       return;
     }
     case Doorbell::Kind::kCqArm:

@@ -9,12 +9,16 @@
 
 namespace ndksim::hw {
 
+struct QpContext;
+
 class DoorbellUnit {
  public:
   DoorbellUnit(Nic& nic, EventQueue& events) : nic_(nic), events_(events) {}
 
   // An MMIO write left the CPU now; it reaches the register after the PCIe latency.
   void OnMmioWrite(const Doorbell& doorbell);
+  // A QP was created: its doorbell register starts at the send queue's producer index.
+  void OnCreate(QpContext& qp);
 
  private:
   void OnArrival(const Doorbell& doorbell);

@@ -80,19 +80,22 @@ class EventQueue {
   std::vector<std::uint32_t> free_slots_;
 };
 
-// Waiters for one shared resource (the port's transmitter, a PCIe read slot), woken one at a time
+// What a waiter registers to be resumed with: the waiting block's own handler, bound to the QP
+// it waits for. The resource calls it without knowing who waits.
+using Resume = InplaceCallback<32>;
+
+// Waiters for one shared resource (the port's transmitter, a PCIe read slot), resumed one at a time
 // in the order they came when the resource is free, so that waiting costs one event per hand-over
-// however many wait. A woken waiter that still needs the resource adds itself again (at the back:
+// however many wait. A resumed waiter that still needs the resource registers again (at the back:
 // round robin).
 class WaitList {
  public:
-  // `free_at()`: when the resource is next free. `wake(id)`: hands it to waiter `id`.
-  WaitList(EventQueue& events, std::function<TimePoint()> free_at, std::function<void(std::uint32_t)> wake)
-      : events_(events), free_at_(std::move(free_at)), wake_(std::move(wake)) {}
+  // `free_at()`: when the resource is next free.
+  WaitList(EventQueue& events, std::function<TimePoint()> free_at) : events_(events), free_at_(std::move(free_at)) {}
 
-  void Add(std::uint32_t id) {
-    if (count_ == ids_.size()) Grow();
-    ids_[(head_ + count_) % ids_.size()] = id;
+  void Add(Resume resume) {
+    if (count_ == waiters_.size()) Grow();
+    waiters_[(head_ + count_) % waiters_.size()] = std::move(resume);
     ++count_;
     Arm();
   }
@@ -106,24 +109,23 @@ class WaitList {
   void OnFree() {
     scheduled_ = false;
     if (count_ > 0 && free_at_() <= events_.Now()) {
-      const std::uint32_t id = ids_[head_];
-      head_ = (head_ + 1) % ids_.size();
+      Resume resume = std::move(waiters_[head_]);
+      head_ = (head_ + 1) % waiters_.size();
       --count_;
-      wake_(id);
+      resume();
     }
     Arm();
   }
   void Grow() {
-    std::vector<std::uint32_t> bigger(std::max<std::size_t>(16, ids_.size() * 2));
-    for (std::size_t i = 0; i < count_; ++i) bigger[i] = ids_[(head_ + i) % ids_.size()];
-    ids_ = std::move(bigger);
+    std::vector<Resume> bigger(std::max<std::size_t>(16, waiters_.size() * 2));
+    for (std::size_t i = 0; i < count_; ++i) bigger[i] = std::move(waiters_[(head_ + i) % waiters_.size()]);
+    waiters_ = std::move(bigger);
     head_ = 0;
   }
 
   EventQueue& events_;
   std::function<TimePoint()> free_at_;
-  std::function<void(std::uint32_t)> wake_;
-  std::vector<std::uint32_t> ids_;  // a ring: count_ ids from head_
+  std::vector<Resume> waiters_;  // a ring: count_ waiters from head_
   std::size_t head_ = 0;
   std::size_t count_ = 0;
   bool scheduled_ = false;

@@ -170,9 +170,8 @@ CommandStatus Nic::CreateQp(const QpCreate& create, Qpn* out) {
   qp->receive_queue = create.receive_queue;
   qp->max_inline_bytes = create.max_inline_bytes;
   qp->srq = create.srq;
-  qp->requester.doorbell_index = create.send_queue.ring->ProducerIndex();
-  qp->requester.doorbell_arrived = qp->requester.doorbell_index;
-  qp->requester.fetched_blocks = qp->requester.doorbell_index;
+  doorbell_unit_->OnCreate(*qp);
+  wqe_fetch_->OnCreate(*qp);
   *out = qp->qpn;
   NDKSIM_TRACE(tracer_, events_.Now(), id_, Requester, "create qp {}", qp->qpn.value);
   return CommandStatus::kOk;
@@ -184,13 +183,12 @@ CommandStatus Nic::ConnectQp(Qpn qpn, const QpConnect& connect) {
   if (qp->state != QpState::kReset) return CommandStatus::kInvalidState;
   qp->remote_node = connect.remote_node;
   qp->remote_qpn = connect.remote_qpn;
-  qp->requester.next_psn = Psn{connect.send_psn & Psn::kMask};
-  qp->completer.acknowledged = qp->requester.next_psn + Psn::kMask;  // nothing sent yet
-  qp->responder.expected_psn = Psn{connect.receive_psn & Psn::kMask};
   qp->inbound_read_limit = connect.inbound_read_limit;
   qp->outbound_read_limit = connect.outbound_read_limit;
-  qp->completer.retries_left = profile_.retry_count;
-  qp->completer.rnr_retries_left = profile_.rnr_retry_count;
+  const Psn send_psn{connect.send_psn & Psn::kMask};
+  requester_->OnConnect(*qp, send_psn);
+  completer_->OnConnect(*qp, send_psn);
+  responder_->OnConnect(*qp, Psn{connect.receive_psn & Psn::kMask});
   qp->state = QpState::kReadyToSend;
   NDKSIM_TRACE(tracer_, events_.Now(), id_, Requester, "qp {} connected to n{} qp {}", qpn.value,
                connect.remote_node, connect.remote_qpn.value);
@@ -210,7 +208,7 @@ CommandStatus Nic::ModifyQpToError(Qpn qpn) {
   // host published since (deferred, or rung by a doorbell that was lost) are read from the
   // doorbell record and flushed now, and so are receives posted since.
   wqe_fetch_->Kick(*qp);
-  completion_engine_->FlushReceives(*qp);
+  responder_->FlushReceives(*qp);
   return CommandStatus::kOk;
 }
 
@@ -324,7 +322,7 @@ void Nic::EnterQpError(QpContext& qp, QpErrorCause cause) {
   NDKSIM_TRACE(tracer_, events_.Now(), id_, Completer, "qp {} enters error (cause {})", qp.qpn.value,
                static_cast<int>(cause));
   requester_->Abort(qp);
-  qp.completer.CancelTimer();
+  completer_->StopTimer(qp);
   if (cause == QpErrorCause::kLocal && was_connected) {
     // Tell the peer so its QP flushes too (the iWARP TERMINATE / IB disconnect of real stacks).
     std::uint32_t id;
@@ -345,7 +343,7 @@ void Nic::EnterQpError(QpContext& qp, QpErrorCause cause) {
   }
   completer_->FlushFetched(qp);
   wqe_fetch_->Kick(qp);
-  completion_engine_->FlushReceives(qp);
+  responder_->FlushReceives(qp);
 }
 
 void Nic::EnterFatal() {

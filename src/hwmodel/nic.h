@@ -51,13 +51,6 @@ enum class QpErrorCause : std::uint8_t {
   kRemote,    // the peer reported or caused it: the host gets an abort event
 };
 
-// The two engines of a QP that send packets and read host memory: they wait for the port's
-// transmitter and for PCIe read slots in one list, each waiter named by QP and engine.
-enum class Engine : std::uint32_t { kRequester = 0, kResponder = 1 };
-constexpr std::uint32_t WaiterId(Qpn qpn, Engine e) { return qpn.value << 1 | static_cast<std::uint32_t>(e); }
-constexpr Qpn WaiterQpn(std::uint32_t id) { return Qpn{id >> 1}; }
-constexpr Engine WaiterEngine(std::uint32_t id) { return static_cast<Engine>(id & 1); }
-
 // Counters of one NIC (include/ndksim/counters.h), updated by the block that owns each.
 using NicCounters = ::ndksim::NicCounters;
 

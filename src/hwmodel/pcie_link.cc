@@ -4,8 +4,6 @@
 
 #include <algorithm>
 
-#include "requester.h"
-#include "responder.h"
 #include "ndksim/trace.h"
 
 namespace ndksim::hw {
@@ -14,15 +12,7 @@ PcieLink::PcieLink(Nic& nic, EventQueue& events)
     : nic_(nic),
       events_(events),
       tag_free_(nic.Profile().pcie_read_tags),
-      read_waiters_(
-          events, [this] { return ReadSlotAt(); },
-          [this](std::uint32_t id) {
-            if (WaiterEngine(id) == Engine::kRequester) {
-              nic_.Req().OnReadSlotFree(WaiterQpn(id));
-            } else {
-              nic_.Resp().OnReadSlotFree(WaiterQpn(id));
-            }
-          }) {}
+      read_waiters_(events, [this] { return ReadSlotAt(); }) {}
 
 TimePoint LinkDirection::Book(TimePoint now, TimePoint ready, Duration length) {
   std::size_t over = 0;

@@ -66,9 +66,8 @@ class PcieLink {
   // completions. A block that reads ahead (payload prefetch) waits for this instead of booking
   // the link far into the future, where later reads (WQE fetches) would queue behind it.
   TimePoint ReadSlotAt() const;
-  // An engine of `qpn` waits for a read slot; it is resumed (Requester or
-  // Responder::OnReadSlotFree) in turn when there is one.
-  void AwaitReadSlot(Qpn qpn, Engine engine) { read_waiters_.Add(WaiterId(qpn, engine)); }
+  // A block waits for a read slot: `resume` runs in turn when there is one.
+  void AwaitReadSlot(Resume resume) { read_waiters_.Add(std::move(resume)); }
 
   // When every write issued so far is visible in host memory.
   TimePoint LastWriteLandsAt() const { return last_write_done_; }

@@ -6,7 +6,6 @@
 
 #include "completer.h"
 #include "contexts.h"
-#include "requester.h"
 #include "responder.h"
 #include "ndksim/trace.h"
 
@@ -45,15 +44,7 @@ Port::Port(Nic& nic, EventQueue& events, Network& network)
     : nic_(nic),
       events_(events),
       network_(network),
-      waiters_(
-          events, [this] { return tx_free_; },
-          [this](std::uint32_t id) {
-            if (WaiterEngine(id) == Engine::kRequester) {
-              nic_.Req().OnTransmitterFree(WaiterQpn(id));
-            } else {
-              nic_.Resp().OnTransmitterFree(WaiterQpn(id));
-            }
-          }) {}
+      waiters_(events, [this] { return tx_free_; }) {}
 
 PacketPool& Port::Pool() { return network_.Pool(); }
 

@@ -41,9 +41,9 @@ class Port {
 
   PacketPool& Pool();
   TimePoint TransmitFreeAt() const { return tx_free_; }
-  // An engine of `qpn` has a packet ready while the transmitter is busy: it is resumed
-  // (Requester or Responder::OnTransmitterFree) in turn, when the transmitter is free.
-  void AwaitTransmitter(Qpn qpn, Engine engine) { waiters_.Add(WaiterId(qpn, engine)); }
+  // A block has a packet ready while the transmitter is busy: `resume` runs in turn, when the
+  // transmitter is free.
+  void AwaitTransmitter(Resume resume) { waiters_.Add(std::move(resume)); }
 
  private:
   Nic& nic_;

@@ -68,7 +68,7 @@ std::uint32_t Requester::PacketBytes(const WqeDescriptor& d, std::uint32_t index
 void Requester::Schedule(QpContext& qp) {
   RequesterState& r = qp.requester;
   if (r.scheduled || r.fence_blocked) return;
-  if (qp.state != QpState::kReadyToSend || r.next_exec == r.tail) return;
+  if (qp.state != QpState::kReadyToSend || r.next_exec == qp.fetch.tail) return;
   // The unit runs at most a few WQEs ahead of the segmenter; it resumes as packets leave.
   if (r.next_exec - r.segment_next >= kMaxWqesAhead) return;
   r.scheduled = true;
@@ -84,7 +84,7 @@ void Requester::Step(Qpn qpn, std::uint64_t generation) {
   RequesterState& r = qp->requester;
   if (r.generation != generation) return;  // a rewind or abort already rescheduled the QP
   r.scheduled = false;
-  if (qp->state != QpState::kReadyToSend || r.next_exec == r.tail) return;
+  if (qp->state != QpState::kReadyToSend || r.next_exec == qp->fetch.tail) return;
   const std::uint32_t counter = r.next_exec;
   WqeDescriptor& d = qp->Descriptor(counter);
   if (AlreadyDone(d)) {
@@ -262,7 +262,8 @@ bool Requester::Segment(QpContext& qp) {
       if (needs_read && nic_.Pcie().ReadSlotAt() > events_.Now()) {
         if (!r.tag_wait_scheduled) {
           r.tag_wait_scheduled = true;
-          nic_.Pcie().AwaitReadSlot(qp.qpn, Engine::kRequester);
+          const Qpn qpn = qp.qpn;
+          nic_.Pcie().AwaitReadSlot([this, qpn] { OnReadSlotFree(qpn); });
         }
         return progress;
       }
@@ -362,7 +363,8 @@ bool Requester::Drain(QpContext& qp) {
     if (port.TransmitFreeAt() > events_.Now()) {
       if (!r.drain_scheduled) {
         r.drain_scheduled = true;
-        port.AwaitTransmitter(qp.qpn, Engine::kRequester);
+        const Qpn qpn = qp.qpn;
+        port.AwaitTransmitter([this, qpn] { OnTransmitterFree(qpn); });
       }
       break;
     }
@@ -395,7 +397,36 @@ void Requester::OnReadSlotFree(Qpn qpn) {
   if (qp->state == QpState::kReadyToSend) Pump(*qp);
 }
 
-// ---- completer messages --------------------------------------------------------------------------
+// ---- messages -------------------------------------------------------------------------------------
+
+void Requester::OnConnect(QpContext& qp, Psn send_psn) { qp.requester.next_psn = send_psn; }
+
+void Requester::OnRetired(QpContext& qp) {
+  RequesterState& r = qp.requester;
+  const std::uint32_t head = qp.completer.head;
+  // A rewind leaves the pipeline behind requests that were already done (a write acknowledged
+  // after a read whose responses were lost); once they retire, it must not visit their freed
+  // descriptors (head <= segment_next <= next_exec).
+  const auto behind_head = [&](std::uint32_t c) { return static_cast<std::int32_t>(c - head) < 0; };
+  if (behind_head(r.next_exec)) r.next_exec = head;
+  if (behind_head(r.segment_next)) {
+    r.segment_next = head;
+    r.segment_packet = 0;
+  }
+}
+
+void Requester::OnReadFailed(QpContext& qp) {
+  RequesterState& r = qp.requester;
+  if (r.outstanding_reads > 0) --r.outstanding_reads;
+}
+
+void Requester::OnFlushed(QpContext& qp) {
+  RequesterState& r = qp.requester;
+  r.next_exec = qp.fetch.tail;
+  r.segment_next = qp.fetch.tail;
+  r.segment_packet = 0;
+  r.outstanding_reads = 0;
+}
 
 void Requester::OnReadRetired(QpContext& qp) {
   RequesterState& r = qp.requester;
@@ -422,7 +453,8 @@ void Requester::ReleaseStaged(QpContext& qp) {
 void Requester::Rewind(QpContext& qp, std::uint32_t counter, Psn from) {
   RequesterState& r = qp.requester;
   // Only an unretired request is resent (a retired one's descriptor may already serve another).
-  NDKSIM_CHECK(static_cast<std::int32_t>(counter - r.head) >= 0 && static_cast<std::int32_t>(r.next_exec - counter) > 0);
+  NDKSIM_CHECK(static_cast<std::int32_t>(counter - qp.completer.head) >= 0 &&
+               static_cast<std::int32_t>(r.next_exec - counter) > 0);
   NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Requester, "qp {} rewind to wqe {} psn {}", qp.qpn.value,
                counter, from.value);
   WqeDescriptor& first = qp.Descriptor(counter);

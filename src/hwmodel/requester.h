@@ -25,14 +25,19 @@ class Requester {
 
   // `qp` may have a WQE ready for its processing unit.
   void Schedule(QpContext& qp);
-  // Message from the completer: outstanding reads of `qp` dropped (fence / ORD may clear).
+  // Message from the NIC's command processing: the QP was connected; its first PSN is `send_psn`.
+  void OnConnect(QpContext& qp, Psn send_psn);
+  // Messages from the completer. A read retired: outstanding reads of `qp` dropped (fence / ORD
+  // may clear). A read failed: one read fewer is outstanding (the QP is entering the error state).
+  // WQEs retired: the completer's head moved, and the pipeline must not stay behind it. Every
+  // fetched WQE was flushed: nothing is left to execute or segment.
   void OnReadRetired(QpContext& qp);
+  void OnReadFailed(QpContext& qp);
+  void OnRetired(QpContext& qp);
+  void OnFlushed(QpContext& qp);
   // Message from the completer: resend everything from PSN `from`, which lies in WQE `counter`
   // (go-back-N at packet granularity: the packets before `from` were acknowledged).
   void Rewind(QpContext& qp, std::uint32_t counter, Psn from);
-  // The port's transmitter, or a PCIe read slot, that `qpn` waited for is free.
-  void OnTransmitterFree(Qpn qpn);
-  void OnReadSlotFree(Qpn qpn);
   // Stops everything in flight for `qp` (it entered the error state or is destroyed) and releases
   // its staged packets.
   void Abort(QpContext& qp);
@@ -55,6 +60,10 @@ class Requester {
   // Builds packet `index` of WQE `counter` and stages it; issues its payload read if it has one.
   void StagePacket(QpContext& qp, std::uint32_t counter, std::uint32_t index, std::uint32_t bytes);
   void OnPayloadRead(Qpn qpn, std::uint64_t generation, std::uint32_t slot);
+  // Resumes registered with the port and the PCIe link: the transmitter, or a read slot, that
+  // `qpn` waited for is free.
+  void OnTransmitterFree(Qpn qpn);
+  void OnReadSlotFree(Qpn qpn);
   void ReleaseStaged(QpContext& qp);
   std::uint32_t PacketsFor(std::uint64_t bytes) const;
   std::uint32_t PacketBytes(const WqeDescriptor& d, std::uint32_t index) const;

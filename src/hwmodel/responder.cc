@@ -438,7 +438,8 @@ bool Responder::ReadResponseData(QpContext& qp) {
       if (bytes > 0 && nic_.Pcie().ReadSlotAt() > events_.Now()) {
         if (!r.response_tag_wait_scheduled) {
           r.response_tag_wait_scheduled = true;
-          nic_.Pcie().AwaitReadSlot(qp.qpn, Engine::kResponder);
+          const Qpn qpn = qp.qpn;
+          nic_.Pcie().AwaitReadSlot([this, qpn] { OnReadSlotFree(qpn); });
         }
         return progress;
       }
@@ -476,7 +477,8 @@ bool Responder::SendResponses(QpContext& qp) {
     if (port.TransmitFreeAt() > events_.Now()) {
       if (!r.response_drain_scheduled) {
         r.response_drain_scheduled = true;
-        port.AwaitTransmitter(qp.qpn, Engine::kResponder);
+        const Qpn qpn = qp.qpn;
+        port.AwaitTransmitter([this, qpn] { OnTransmitterFree(qpn); });
       }
       break;
     }
@@ -602,6 +604,41 @@ void Responder::FailNow(QpContext& qp, Psn psn, AckSyndrome syndrome) {
   SendAck(qp, psn, syndrome);
   // The peer learns of the error from the NAK; this side flushes its own queues.
   nic_.EnterQpError(qp, QpErrorCause::kRemote);
+}
+
+void Responder::OnConnect(QpContext& qp, Psn receive_psn) { qp.responder.expected_psn = receive_psn; }
+
+void Responder::FlushReceives(QpContext& qp) {
+  ResponderState& r = qp.responder;
+  if (qp.srq.value != 0) {
+    // SRQ WQEs belong to the SRQ, not the QP (ref §3.9): only one this QP had already taken for
+    // a message it will never finish completes, flushed; the rest stay for other QPs.
+    if (!r.in_message) return;
+    r.in_message = false;
+    CompletionRecord rec;
+    rec.qpn = qp.qpn.value;
+    rec.wqe_counter = r.receive_wqe;
+    rec.opcode = WqeOpcode::kReceive;
+    rec.syndrome = CompletionSyndrome::kFlushed;
+    rec.flags = cqe_flag::kReceive | cqe_flag::kSrq;
+    rec.srqn = qp.srq.value;
+    nic_.Cqes().Post(qp.receive_cq, rec, &r.write_order);
+    return;
+  }
+  const WorkQueue& rq = qp.receive_queue;
+  if (rq.ring == nullptr) return;
+  const std::uint32_t published = rq.ring->PublishedProducerIndex();
+  while (published - r.receive_counter * rq.stride_blocks >= rq.stride_blocks) {
+    CompletionRecord rec;
+    rec.qpn = qp.qpn.value;
+    rec.wqe_counter = r.receive_counter;
+    rec.opcode = WqeOpcode::kReceive;
+    rec.syndrome = CompletionSyndrome::kFlushed;
+    rec.flags = cqe_flag::kReceive;
+    nic_.Cqes().Post(qp.receive_cq, rec, &r.write_order);
+    rq.ring->ConsumerRelease(rq.stride_blocks);
+    ++r.receive_counter;
+  }
 }
 
 }  // namespace ndksim::hw

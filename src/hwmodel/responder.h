@@ -42,9 +42,11 @@ class Responder {
 
   // A request packet arrived (takes ownership of the packet).
   void OnPacket(std::uint32_t packet_id);
-  // The port's transmitter, or a PCIe read slot, that `qpn`'s read responses waited for is free.
-  void OnTransmitterFree(Qpn qpn);
-  void OnReadSlotFree(Qpn qpn);
+  // Message from the NIC's command processing: the QP was connected; the first PSN it expects
+  // is `receive_psn`.
+  void OnConnect(QpContext& qp, Psn receive_psn);
+  // Completes every receive WQE the host has published on a QP in error as flushed.
+  void FlushReceives(QpContext& qp);
 
  private:
   void OnSend(QpContext& qp, std::uint32_t packet_id);
@@ -75,6 +77,10 @@ class Responder {
   bool ReadResponseData(QpContext& qp);
   bool SendResponses(QpContext& qp);
   void OnResponseData(Qpn qpn, std::uint32_t slot);
+  // Resumes registered with the port and the PCIe link: the transmitter, or a read slot, that
+  // `qpn`'s read responses waited for is free.
+  void OnTransmitterFree(Qpn qpn);
+  void OnReadSlotFree(Qpn qpn);
   // Builds response `index` of `read` from host memory and transmits it; false if its token
   // went away meanwhile (the QP is then in error).
   bool SendReadResponse(QpContext& qp, const InboundRead& read, std::uint32_t index, std::uint32_t length);

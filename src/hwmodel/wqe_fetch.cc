@@ -27,24 +27,29 @@ std::uint32_t UsedBlocks(const WqeControl& control, std::uint32_t stride) {
 
 }  // namespace
 
+void WqeFetch::OnCreate(QpContext& qp) {
+  // Blocks the host wrote before the QP existed are not WQEs of it.
+  qp.fetch.fetched_blocks = qp.send_queue.ring->ProducerIndex();
+}
+
 void WqeFetch::Kick(QpContext& qp) {
-  RequesterState& r = qp.requester;
-  if (r.fetch_in_flight) return;
+  FetchState& f = qp.fetch;
+  if (f.in_flight) return;
   if (qp.state != QpState::kReadyToSend && qp.state != QpState::kError) return;
   // In the error state every WQE the host has published is flushed, deferred ones included.
   const std::uint32_t limit =
-      qp.state == QpState::kError ? qp.send_queue.ring->PublishedProducerIndex() : r.doorbell_index;
+      qp.state == QpState::kError ? qp.send_queue.ring->PublishedProducerIndex() : qp.doorbell.index;
   const std::uint32_t stride = qp.send_queue.stride_blocks;
-  const std::uint32_t pending = (limit - r.fetched_blocks) / stride;
-  const std::uint32_t free_descriptors = kDescriptorSlots - (r.tail - r.head);
+  const std::uint32_t pending = (limit - f.fetched_blocks) / stride;
+  const std::uint32_t free_descriptors = kDescriptorSlots - (f.tail - qp.completer.head);
   const std::uint32_t count = std::min({pending, free_descriptors, kMaxBurstWqes});
   if (count == 0) return;
   // Fetch in bursts: while the QP still has fetched work, wait until a whole burst of descriptors
   // is free rather than reading a WQE or two each time one retires.
   const bool short_of_descriptors = count < kMaxBurstWqes && count < pending;
-  if (short_of_descriptors && r.next_exec != r.tail && qp.state == QpState::kReadyToSend) return;
-  r.fetch_in_flight = true;
-  const std::uint32_t first_block = r.fetched_blocks;
+  if (short_of_descriptors && qp.requester.next_exec != f.tail && qp.state == QpState::kReadyToSend) return;
+  f.in_flight = true;
+  const std::uint32_t first_block = f.fetched_blocks;
   // Real send queues pack WQEs of different sizes; this ring gives every WQE the same stride, so
   // the read covers only the 64-B blocks each WQE uses, as it would in a packed ring.
   std::uint64_t bytes = 0;
@@ -66,21 +71,21 @@ void WqeFetch::Kick(QpContext& qp) {
 }
 
 bool WqeFetch::TakeFromDoorbell(QpContext& qp, std::uint32_t index) {
-  RequesterState& r = qp.requester;
+  const FetchState& f = qp.fetch;
   const std::uint32_t stride = qp.send_queue.stride_blocks;
-  if (qp.state != QpState::kReadyToSend || r.fetch_in_flight || r.fetched_blocks + stride != index ||
-      r.tail - r.head == kDescriptorSlots) {
+  if (qp.state != QpState::kReadyToSend || f.in_flight || f.fetched_blocks + stride != index ||
+      f.tail - qp.completer.head == kDescriptorSlots) {
     return false;
   }
   ++nic_.MutableCounters().wqes_by_mmio;
   ++qp.counters.wqes_by_mmio;
-  Accept(qp, r.fetched_blocks, 1);
+  Accept(qp, f.fetched_blocks, 1);
   nic_.Req().Schedule(qp);
   return true;
 }
 
 void WqeFetch::OnFetched(QpContext& qp, std::uint32_t first_block, std::uint32_t count) {
-  qp.requester.fetch_in_flight = false;
+  qp.fetch.in_flight = false;
   nic_.MutableCounters().wqes_fetched += count;
   qp.counters.wqes_fetched += count;
   Accept(qp, first_block, count);
@@ -93,12 +98,12 @@ void WqeFetch::OnFetched(QpContext& qp, std::uint32_t first_block, std::uint32_t
 }
 
 void WqeFetch::Accept(QpContext& qp, std::uint32_t first_block, std::uint32_t count) {
-  RequesterState& r = qp.requester;
+  FetchState& f = qp.fetch;
   const std::uint32_t stride = qp.send_queue.stride_blocks;
   SpscRing<WqeBlock>& ring = *qp.send_queue.ring;
   for (std::uint32_t i = 0; i < count; ++i) {
     const std::byte* wqe = ring.SlotAt(first_block + i * stride).bytes.data();
-    WqeDescriptor& d = qp.Descriptor(r.tail);
+    WqeDescriptor& d = qp.Descriptor(f.tail);
     NDKSIM_CHECK(d.state == DescriptorState::kFree);
     // Only the header fields are reset: the SGE and inline arrays (2 KiB) are read no further than
     // the counts written below.
@@ -126,9 +131,9 @@ void WqeFetch::Accept(QpContext& qp, std::uint32_t first_block, std::uint32_t co
       nic_.Trace().Requests().Mark(nic_.Id(), qp.qpn.value, d.control.wqe_counter, RequestStage::kFetched,
                                    events_.Now());
     }
-    ++r.tail;
+    ++f.tail;
   }
-  r.fetched_blocks = first_block + count * stride;
+  f.fetched_blocks = first_block + count * stride;
 }
 
 }  // namespace ndksim::hw

@@ -20,6 +20,8 @@ class WqeFetch {
 
   // There may be WQEs to fetch for `qp` (a doorbell arrived or descriptors were freed).
   void Kick(QpContext& qp);
+  // A QP was created: fetch starts at the send queue's producer index.
+  void OnCreate(QpContext& qp);
   // A doorbell for producer index `index` carried its WQE. Takes it without a DMA read if it is
   // the next WQE to fetch and a descriptor is free; false otherwise (then it is fetched).
   bool TakeFromDoorbell(QpContext& qp, std::uint32_t index);
