@@ -193,6 +193,67 @@ TEST(ResponderSequence, WritePacketInsideSendIsRefused) {
   EXPECT_EQ(CheckSequence(qp, p), ResponderCheck::kBadOpcodeSequence);
 }
 
+// ---- responder outcome table (one row per check) ----
+
+TEST(ResponderOutcomes, EveryRefusalThatFailsTheQpSendsANak) {
+  for (const RequestOutcome& o : kRequestOutcomes) {
+    if (o.action == RequestAction::kFail || o.action == RequestAction::kFailReceive) {
+      EXPECT_NE(o.nak, AckSyndrome::kAck) << o.name;
+    }
+  }
+}
+
+TEST(ResponderOutcomes, EveryFailedReceiveCompletesWithAnError) {
+  for (const RequestOutcome& o : kRequestOutcomes) {
+    if (o.action == RequestAction::kFailReceive) {
+      EXPECT_NE(o.receive, CompletionSyndrome::kSuccess) << o.name;
+    }
+  }
+}
+
+TEST(ResponderOutcomes, ABadRemoteTokenIsAnAccessErrorNakAndAProtectionFault) {
+  const RequestOutcome& o = Outcome(ResponderCheck::kRemoteAccess);
+  EXPECT_EQ(o.action, RequestAction::kFail);
+  EXPECT_EQ(o.nak, AckSyndrome::kRemoteAccessError);
+  EXPECT_TRUE(o.protection_fault);
+}
+
+TEST(ResponderOutcomes, AnUnwritableReceiveCompletesItAndNaksWithOperationError) {
+  const RequestOutcome& o = Outcome(ResponderCheck::kReceiveProtection);
+  EXPECT_EQ(o.action, RequestAction::kFailReceive);
+  EXPECT_EQ(o.receive, CompletionSyndrome::kLocalProtectionError);
+  EXPECT_EQ(o.nak, AckSyndrome::kRemoteOperationError);
+}
+
+TEST(ResponderOutcomes, NoReceiveWqeIsAnRnrNakThatFailsNothing) {
+  const RequestOutcome& o = Outcome(ResponderCheck::kReceiverNotReady);
+  EXPECT_EQ(o.action, RequestAction::kNakRnr);
+  EXPECT_EQ(o.nak, AckSyndrome::kRnrNak);
+  EXPECT_FALSE(o.protection_fault);
+}
+
+TEST(ResponderOutcomes, ADuplicateReadThatFindsNoResourceIsDroppedNotRefused) {
+  EXPECT_EQ(Outcome(ResponderCheck::kReadResourcesBusy).action, RequestAction::kDrop);
+  EXPECT_EQ(Outcome(ResponderCheck::kTooManyReads).action, RequestAction::kFail);
+}
+
+TEST(ResponderOutcomes, EachCheckHasItsOwnName) {
+  EXPECT_EQ(Name(ResponderCheck::kOutOfSequence), "out of sequence");
+  EXPECT_EQ(Name(ResponderCheck::kWriteLength), "write length");
+}
+
+TEST(AckSyndromes, ANakFailsTheRequestWithTheMatchingRemoteStatus) {
+  EXPECT_EQ(FailedBy(AckSyndrome::kRemoteAccessError), CompletionSyndrome::kRemoteAccessError);
+  EXPECT_EQ(FailedBy(AckSyndrome::kRemoteOperationError), CompletionSyndrome::kRemoteOperationError);
+  EXPECT_EQ(FailedBy(AckSyndrome::kRemoteInvalidRequest), CompletionSyndrome::kRemoteInvalidRequest);
+}
+
+TEST(AckSyndromes, ASyndromeNoResponderSendsFailsAsAnInvalidRequest) {
+  const auto hostile = static_cast<AckSyndrome>(200);
+  EXPECT_EQ(FailedBy(hostile), CompletionSyndrome::kRemoteInvalidRequest);
+  EXPECT_EQ(Name(hostile), "?");
+}
+
 // ---- completion engine ----
 
 TEST(CompletionEngine, ArmMergeFollowsTheTable) {

@@ -222,6 +222,19 @@ TEST(Names, FaultEnumeratorNames) {
   EXPECT_EQ(PacketClassName(PacketClass::kReadResponse), "read-response");
 }
 
+TEST(FaultNames, EachActionActsAtTheHookPointItsListGives) {
+  EXPECT_EQ(PointOf(FaultAction::kDrop), FaultPoint::kWire);
+  EXPECT_EQ(PointOf(FaultAction::kLose), FaultPoint::kDoorbell);
+  EXPECT_EQ(PointOf(FaultAction::kInvalidateToken), FaultPoint::kRemoteAccess);
+  EXPECT_EQ(PointOf(FaultAction::kFailAdapter), FaultPoint::kAdapter);
+  EXPECT_EQ(Name(FaultPoint::kPayloadRead), "payload-read");
+}
+
+TEST(FaultNames, AValueOutsideTheListHasNoName) {
+  EXPECT_EQ(Name(static_cast<FaultAction>(kFaultActionCount)), "?");
+  EXPECT_EQ(Name(static_cast<FaultPoint>(99)), "?");
+}
+
 TEST(Names, ToStringOfFaultRuleShowsOnlyWhatTheRuleSets) {
   FaultRule rule;
   rule.match.node = 0;

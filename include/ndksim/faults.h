@@ -7,7 +7,9 @@
 // and traced under TraceBlock::kFaults.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <string>
@@ -21,62 +23,127 @@ namespace ndksim {
 
 class Node;
 
-// The hook points: each is one place in one hardware block.
+// The hook points, each one place in one hardware block: enumerator, name.
+#define NDKSIM_FAULT_POINTS(X)                                                                          \
+  X(kWire, "wire")                   /* port: a packet leaves a node for the wire (requests, ACK/NAKs,  \
+                                        read responses) */                                             \
+  X(kDoorbell, "doorbell")           /* doorbell unit: a send-queue doorbell MMIO write reaches the NIC */ \
+  X(kReceiveWqe, "receive-wqe")      /* responder: the first packet of an incoming send looks for a     \
+                                        receive WQE */                                                 \
+  X(kRemoteAccess, "remote-access")  /* responder: the token of an incoming write or read request is   \
+                                        checked */                                                     \
+  X(kCqeWrite, "cqe-write")          /* completion engine: a CQE is about to be written to its CQ */    \
+  X(kPayloadRead, "payload-read")    /* requester: a packet's payload DMA read from host memory         \
+                                        completes */                                                   \
+  X(kAdapter, "adapter")             /* the whole NIC, at the simulated time FaultRule::from (a one-off \
+                                        event) */
+
 enum class FaultPoint : std::uint8_t {
-  kWire,          // port: a packet leaves a node for the wire (requests, ACK/NAKs, read responses)
-  kDoorbell,      // doorbell unit: a send-queue doorbell MMIO write reaches the NIC
-  kReceiveWqe,    // responder: the first packet of an incoming send looks for a receive WQE
-  kRemoteAccess,  // responder: the token of an incoming write or read request is checked
-  kCqeWrite,      // completion engine: a CQE is about to be written to its CQ
-  kPayloadRead,   // requester: a packet's payload DMA read from host memory completes
-  kAdapter,       // the whole NIC, at the simulated time FaultRule::from (a one-off event)
+#define NDKSIM_X(point, name) point,
+  NDKSIM_FAULT_POINTS(NDKSIM_X)
+#undef NDKSIM_X
 };
-std::string_view Name(FaultPoint p);
+
+// What a rule does, each action with the one hook point where it acts: enumerator, hook point,
+// name.
+//  kDrop (kWire): the packet is lost on the wire; the transport recovers by retransmission.
+//  kCorrupt (kWire): a bit of the packet flips on the wire; the receiver's ICRC check catches it
+//    and discards the packet (counted in NicCounters::icrc_errors), so corrupted data is never
+//    placed.
+//  kDelay (kWire): the packet arrives FaultRule::delay later than it would have; later packets may
+//    overtake it (the responder then sees a sequence gap and NAKs).
+//  kLose (kDoorbell): the MMIO write is lost before the doorbell register: its WQEs wait in the
+//    host ring until a later doorbell of the QP covers them (a doorbell names the newest index).
+//  kForceRnr (kReceiveWqe): the responder acts as if no receive were posted: receiver-not-ready
+//    NAK, and the requester retries after the profile's rnr_delay (IO_TIMEOUT after
+//    rnr_retry_count retries).
+//  kInvalidateToken (kRemoteAccess): the token is invalidated just before the check (as a racing
+//    invalidate or deregistration would): the access fails, the initiator's request completes
+//    with the profile's remote access error, and the token stays invalid.
+//  kOverrun (kCqeWrite): the CQ behaves as if full: overrun, the CQ and every QP on it become
+//    unusable and the next arm reports STATUS_BUFFER_OVERFLOW, as the NDK CQ notification rules
+//    specify.
+//  kFailDma (kPayloadRead): the read returns an uncorrectable error (a PCIe completer abort or
+//    poisoned data): the request completes with STATUS_INTERNAL_ERROR, the QP enters the error
+//    state and the peer's QP is told (its outstanding requests are flushed).
+//  kFailAdapter (kAdapter): a catastrophic NIC error: every CQ dies (the next arm, or the one
+//    pending, reports STATUS_INTERNAL_ERROR), every SRQ's callback gets STATUS_INTERNAL_ERROR (the
+//    SRQ and its QPs are dead), every connection is aborted (disconnect events), and the NIC
+//    neither sends, receives nor takes work again (only CQ arms, which report the error). Peers
+//    find out through their own retry timeouts. Needs FaultMatch::node.
+#define NDKSIM_FAULT_ACTIONS(X)                         \
+  X(kDrop, kWire, "drop")                               \
+  X(kCorrupt, kWire, "corrupt")                         \
+  X(kDelay, kWire, "delay")                             \
+  X(kLose, kDoorbell, "lose")                           \
+  X(kForceRnr, kReceiveWqe, "force-rnr")                \
+  X(kInvalidateToken, kRemoteAccess, "invalidate-token") \
+  X(kOverrun, kCqeWrite, "overrun")                     \
+  X(kFailDma, kPayloadRead, "fail-dma")                 \
+  X(kFailAdapter, kAdapter, "fail-adapter")
 
 enum class FaultAction : std::uint8_t {
-  // kWire. The packet is lost on the wire; the transport recovers by retransmission.
-  kDrop,
-  // kWire. A bit of the packet flips on the wire; the receiver's ICRC check catches it and
-  // discards the packet (counted in NicCounters::icrc_errors), so corrupted data is never placed.
-  kCorrupt,
-  // kWire. The packet arrives FaultRule::delay later than it would have; later packets may
-  // overtake it (the responder then sees a sequence gap and NAKs).
-  kDelay,
-  // kDoorbell. The MMIO write is lost before the doorbell register: its WQEs wait in the host
-  // ring until a later doorbell of the QP covers them (a doorbell names the newest index).
-  kLose,
-  // kReceiveWqe. The responder acts as if no receive were posted: receiver-not-ready NAK, and the
-  // requester retries after the profile's rnr_delay (IO_TIMEOUT after rnr_retry_count retries).
-  kForceRnr,
-  // kRemoteAccess. The token is invalidated just before the check (as a racing invalidate or
-  // deregistration would): the access fails, the initiator's request completes with the profile's
-  // remote access error, and the token stays invalid.
-  kInvalidateToken,
-  // kCqeWrite. The CQ behaves as if full: overrun, the CQ and every QP on it become unusable and
-  // the next arm reports STATUS_BUFFER_OVERFLOW, as the NDK CQ notification rules specify.
-  kOverrun,
-  // kPayloadRead. The read returns an uncorrectable error (a PCIe completer abort or poisoned
-  // data): the request completes with STATUS_INTERNAL_ERROR, the QP enters the error state and
-  // the peer's QP is told (its outstanding requests are flushed).
-  kFailDma,
-  // kAdapter. A catastrophic NIC error: every CQ dies (the next arm, or the one pending, reports
-  // STATUS_INTERNAL_ERROR), every SRQ's callback gets STATUS_INTERNAL_ERROR (the SRQ and its QPs
-  // are dead), every connection is aborted (disconnect events), and the NIC neither sends, receives
-  // nor takes work again (only CQ arms, which report the error). Peers find out through their
-  // own retry timeouts. Needs FaultMatch::node.
-  kFailAdapter,
+#define NDKSIM_X(action, point, name) action,
+  NDKSIM_FAULT_ACTIONS(NDKSIM_X)
+#undef NDKSIM_X
 };
-std::string_view Name(FaultAction a);
+
+namespace detail {
+inline constexpr std::string_view kFaultPointNames[] = {
+#define NDKSIM_X(point, name) name,
+    NDKSIM_FAULT_POINTS(NDKSIM_X)
+#undef NDKSIM_X
+};
+struct FaultActionEntry {
+  FaultPoint point;
+  std::string_view name;
+};
+inline constexpr FaultActionEntry kFaultActions[] = {
+#define NDKSIM_X(action, point, name) {FaultPoint::point, name},
+    NDKSIM_FAULT_ACTIONS(NDKSIM_X)
+#undef NDKSIM_X
+};
+// The name of enumerator `e` in `names`, or "?" for a value outside the list.
+template <typename Enum, std::size_t N>
+constexpr std::string_view NameIn(const std::string_view (&names)[N], Enum e) {
+  const auto i = static_cast<std::size_t>(e);
+  return i < N ? names[i] : "?";
+}
+}  // namespace detail
+
+// Names as the rules print them ("?" for a value outside the enum).
+constexpr std::string_view Name(FaultPoint p) { return detail::NameIn(detail::kFaultPointNames, p); }
+constexpr std::string_view Name(FaultAction a) {
+  const auto i = static_cast<std::size_t>(a);
+  return i < std::size(detail::kFaultActions) ? detail::kFaultActions[i].name : "?";
+}
 // The one hook point where `a` acts.
-FaultPoint PointOf(FaultAction a);
+constexpr FaultPoint PointOf(FaultAction a) {
+  const auto i = static_cast<std::size_t>(a);
+  return i < std::size(detail::kFaultActions) ? detail::kFaultActions[i].point : FaultPoint::kWire;
+}
+// How many actions there are (a rule with a larger value is invalid).
+inline constexpr std::size_t kFaultActionCount = std::size(detail::kFaultActions);
 
 // Which packets a kWire rule matches.
+#define NDKSIM_PACKET_CLASSES(X)                                          \
+  X(kAny, "any")                                                          \
+  X(kRequest, "request")             /* send, write and read-request packets */ \
+  X(kAcknowledge, "acknowledge")     /* ACKs and NAKs */                  \
+  X(kReadResponse, "read-response")  /* read response packets */
 enum class PacketClass : std::uint8_t {
-  kAny,
-  kRequest,       // send, write and read-request packets
-  kAcknowledge,   // ACKs and NAKs
-  kReadResponse,  // read response packets
+#define NDKSIM_X(packets, name) packets,
+  NDKSIM_PACKET_CLASSES(NDKSIM_X)
+#undef NDKSIM_X
 };
+namespace detail {
+inline constexpr std::string_view kPacketClassNames[] = {
+#define NDKSIM_X(packets, name) name,
+    NDKSIM_PACKET_CLASSES(NDKSIM_X)
+#undef NDKSIM_X
+};
+}  // namespace detail
+constexpr std::string_view Name(PacketClass c) { return detail::NameIn(detail::kPacketClassNames, c); }
 
 // Which events a rule applies to; an empty field matches anything.
 struct FaultMatch {

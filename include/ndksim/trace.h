@@ -51,17 +51,30 @@ static_assert(kTraceBlockNames.size() == static_cast<std::size_t>(TraceBlock::kP
 
 // The stages of one work request's life, in order. Posted is recorded by the provider, the rest by
 // the hardware blocks that reach them.
+//   kPosted: the posting call wrote the WQE and published it.
+//   kDoorbell: a doorbell covering the WQE reached the NIC.
+//   kFetched: the WQE's DMA read from the host ring completed.
+//   kFirstByteOnWire: the port started sending the request's first packet.
+//   kLastBytePlaced: the last payload byte landed in the target's memory (the peer's for sends
+//     and writes, the initiator's for reads).
+//   kCqeWritten: the initiator's CQE landed in host memory.
+#define NDKSIM_REQUEST_STAGES(X)                \
+  X(kPosted, "posted")                          \
+  X(kDoorbell, "doorbell")                      \
+  X(kFetched, "fetched")                        \
+  X(kFirstByteOnWire, "first-byte-on-wire")     \
+  X(kLastBytePlaced, "last-byte-placed")        \
+  X(kCqeWritten, "cqe-written")
 enum class RequestStage : std::uint8_t {
-  kPosted,           // the posting call wrote the WQE and published it
-  kDoorbell,         // a doorbell covering the WQE reached the NIC
-  kFetched,          // the WQE's DMA read from the host ring completed
-  kFirstByteOnWire,  // the port started sending the request's first packet
-  kLastBytePlaced,   // the last payload byte landed in the target's memory (the peer's for
-                     // sends and writes, the initiator's for reads)
-  kCqeWritten,       // the initiator's CQE landed in host memory
+#define NDKSIM_X(stage, name) stage,
+  NDKSIM_REQUEST_STAGES(NDKSIM_X)
+#undef NDKSIM_X
 };
 inline constexpr std::array<std::string_view, 6> kRequestStageNames = {
-    "posted", "doorbell", "fetched", "first-byte-on-wire", "last-byte-placed", "cqe-written"};
+#define NDKSIM_X(stage, name) name,
+    NDKSIM_REQUEST_STAGES(NDKSIM_X)
+#undef NDKSIM_X
+};
 static_assert(kRequestStageNames.size() == static_cast<std::size_t>(RequestStage::kCqeWritten) + 1);
 
 struct RequestRecord {

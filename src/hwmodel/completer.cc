@@ -20,15 +20,6 @@ namespace {
 
 bool IsRead(const WqeDescriptor& d) { return d.control.opcode == WqeOpcode::kRead; }
 
-CompletionSyndrome FromNak(AckSyndrome s) {
-  switch (s) {
-    case AckSyndrome::kRemoteAccessError: return CompletionSyndrome::kRemoteAccessError;
-    case AckSyndrome::kRemoteOperationError: return CompletionSyndrome::kRemoteOperationError;
-    case AckSyndrome::kRemoteInvalidRequest: return CompletionSyndrome::kRemoteInvalidRequest;
-    default: return CompletionSyndrome::kRemoteInvalidRequest;
-  }
-}
-
 }  // namespace
 
 void Completer::OnPacket(std::uint32_t packet_id) {
@@ -84,7 +75,7 @@ void Completer::OnAcknowledge(QpContext& qp, const Packet& p) {
       std::uint32_t counter;
       if (!FindByPsn(qp, p.psn, &counter)) return;
       AcknowledgeUpTo(qp, p.psn + Psn::kMask);
-      CompleteWithError(qp, counter, FromNak(p.syndrome));
+      CompleteWithError(qp, counter, FailedBy(p.syndrome));
       return;
     }
   }

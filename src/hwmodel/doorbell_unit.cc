@@ -36,8 +36,8 @@ void DoorbellUnit::OnArrival(const Doorbell& doorbell) {
   // A failed NIC takes no more work; CQ arms still reach it, so that each CQ's fatal error is
   // reported through its next arm like any other CQ error.
   if (nic_.Fatal() && doorbell.kind != Doorbell::Kind::kCqArm) return;
-  NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Doorbell, "doorbell kind {} object {} index {}",
-               static_cast<int>(doorbell.kind), doorbell.object, doorbell.index);
+  NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Doorbell, "{} doorbell object {} index {}",
+               Doorbell::Name(doorbell.kind), doorbell.object, doorbell.index);
   switch (doorbell.kind) {
     case Doorbell::Kind::kSendQueue: {
       QpContext* qp = nic_.FindQp(Qpn{doorbell.object});

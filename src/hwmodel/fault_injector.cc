@@ -6,49 +6,6 @@
 
 namespace ndksim {
 
-std::string_view Name(FaultPoint p) {
-  switch (p) {
-    case FaultPoint::kWire: return "wire";
-    case FaultPoint::kDoorbell: return "doorbell";
-    case FaultPoint::kReceiveWqe: return "receive-wqe";
-    case FaultPoint::kRemoteAccess: return "remote-access";
-    case FaultPoint::kCqeWrite: return "cqe-write";
-    case FaultPoint::kPayloadRead: return "payload-read";
-    case FaultPoint::kAdapter: return "adapter";
-  }
-  return "?";
-}
-
-std::string_view Name(FaultAction a) {
-  switch (a) {
-    case FaultAction::kDrop: return "drop";
-    case FaultAction::kCorrupt: return "corrupt";
-    case FaultAction::kDelay: return "delay";
-    case FaultAction::kLose: return "lose";
-    case FaultAction::kForceRnr: return "force-rnr";
-    case FaultAction::kInvalidateToken: return "invalidate-token";
-    case FaultAction::kOverrun: return "overrun";
-    case FaultAction::kFailDma: return "fail-dma";
-    case FaultAction::kFailAdapter: return "fail-adapter";
-  }
-  return "?";
-}
-
-FaultPoint PointOf(FaultAction a) {
-  switch (a) {
-    case FaultAction::kDrop:
-    case FaultAction::kCorrupt:
-    case FaultAction::kDelay: return FaultPoint::kWire;
-    case FaultAction::kLose: return FaultPoint::kDoorbell;
-    case FaultAction::kForceRnr: return FaultPoint::kReceiveWqe;
-    case FaultAction::kInvalidateToken: return FaultPoint::kRemoteAccess;
-    case FaultAction::kOverrun: return FaultPoint::kCqeWrite;
-    case FaultAction::kFailDma: return FaultPoint::kPayloadRead;
-    case FaultAction::kFailAdapter: return FaultPoint::kAdapter;
-  }
-  return FaultPoint::kWire;
-}
-
 namespace {
 
 std::uint64_t SplitMix64(std::uint64_t* state) {
@@ -62,7 +19,7 @@ std::uint64_t SplitMix64(std::uint64_t* state) {
 
 std::vector<std::string> Validate(const FaultRule& rule) {
   std::vector<std::string> errors;
-  if (rule.action > FaultAction::kFailAdapter) {
+  if (static_cast<std::size_t>(rule.action) >= kFaultActionCount) {
     errors.emplace_back("action: not a fault action");
     return errors;
   }

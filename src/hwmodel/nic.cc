@@ -320,7 +320,7 @@ void Nic::EnterQpError(QpContext& qp, QpErrorCause cause) {
   const bool was_connected = qp.state == QpState::kReadyToSend;
   qp.state = QpState::kError;
   NDKSIM_TRACE(tracer_, events_.Now(), id_, Completer, "qp {} enters error (cause {})", qp.qpn.value,
-               static_cast<int>(cause));
+               Name(cause));
   requester_->Abort(qp);
   completer_->StopTimer(qp);
   if (cause == QpErrorCause::kLocal && was_connected) {

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "context_table.h"
@@ -45,11 +46,23 @@ struct CqContext;
 struct SrqContext;
 
 // Why a QP enters the error state: decides who else must hear of it.
+//   kConsumer: the driver asked (flush, disconnect): nobody else is told.
+//   kLocal: this NIC found the error: the peer gets a Terminate, the host an abort event.
+//   kRemote: the peer reported or caused it: the host gets an abort event.
+#define NDKSIM_QP_ERROR_CAUSES(X) X(kConsumer, "consumer") X(kLocal, "local") X(kRemote, "remote")
 enum class QpErrorCause : std::uint8_t {
-  kConsumer,  // the driver asked (flush, disconnect): nobody else is told
-  kLocal,     // this NIC found the error: the peer gets a Terminate, the host an abort event
-  kRemote,    // the peer reported or caused it: the host gets an abort event
+#define NDKSIM_X(cause, name) cause,
+  NDKSIM_QP_ERROR_CAUSES(NDKSIM_X)
+#undef NDKSIM_X
 };
+constexpr std::string_view Name(QpErrorCause c) {
+  constexpr std::string_view kNames[] = {
+#define NDKSIM_X(cause, name) name,
+      NDKSIM_QP_ERROR_CAUSES(NDKSIM_X)
+#undef NDKSIM_X
+  };
+  return kNames[static_cast<std::size_t>(c)];
+}
 
 // Counters of one NIC (include/ndksim/counters.h), updated by the block that owns each.
 using NicCounters = ::ndksim::NicCounters;

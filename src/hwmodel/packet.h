@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <iterator>
 #include <string_view>
 #include <vector>
 
@@ -92,14 +93,38 @@ static_assert(kOpcodeTraits.size() == kPacketOpcodeNames.size());
 constexpr const OpcodeTraits& Traits(PacketOpcode op) { return kOpcodeTraits[static_cast<std::size_t>(op)]; }
 
 // AETH syndrome of an acknowledgement.
+// The AETH syndromes a responder answers with, each with the status the requester's WQE completes
+// with when a NAK of that kind fails it (an ACK, an RNR NAK and a sequence NAK fail nothing: the
+// requester goes on, or retries).
+#define NDKSIM_ACK_SYNDROMES(X)                                           \
+  X(kAck, "ACK", kSuccess)                                                \
+  X(kRnrNak, "RNR NAK", kRnrRetryExceeded)                                \
+  X(kPsnSequenceError, "NAK sequence error", kTransportRetryExceeded)     \
+  X(kRemoteInvalidRequest, "NAK invalid request", kRemoteInvalidRequest)  \
+  X(kRemoteAccessError, "NAK access error", kRemoteAccessError)           \
+  X(kRemoteOperationError, "NAK operation error", kRemoteOperationError)
+
 enum class AckSyndrome : std::uint8_t {
-  kAck,
-  kRnrNak,
-  kPsnSequenceError,
-  kRemoteInvalidRequest,
-  kRemoteAccessError,
-  kRemoteOperationError,
+#define NDKSIM_X(syndrome, name, status) syndrome,
+  NDKSIM_ACK_SYNDROMES(NDKSIM_X)
+#undef NDKSIM_X
 };
+struct AckSyndromeEntry {
+  std::string_view name;
+  CompletionSyndrome status;  // of the requester's WQE a NAK of this kind fails
+};
+inline constexpr AckSyndromeEntry kAckSyndromes[] = {
+#define NDKSIM_X(syndrome, name, status) {name, CompletionSyndrome::status},
+    NDKSIM_ACK_SYNDROMES(NDKSIM_X)
+#undef NDKSIM_X
+};
+constexpr bool Known(AckSyndrome s) { return static_cast<std::size_t>(s) < std::size(kAckSyndromes); }
+constexpr std::string_view Name(AckSyndrome s) { return Known(s) ? kAckSyndromes[static_cast<std::size_t>(s)].name : "?"; }
+// The completion status of the WQE a NAK of kind `s` fails (a syndrome no responder sends: an
+// invalid request).
+constexpr CompletionSyndrome FailedBy(AckSyndrome s) {
+  return Known(s) ? kAckSyndromes[static_cast<std::size_t>(s)].status : CompletionSyndrome::kRemoteInvalidRequest;
+}
 
 struct Packet {
   NodeId source_node = 0;

@@ -64,11 +64,18 @@ void CompleteReceive(Nic& nic, QpContext& qp, CompletionRecord rec) {
 
 }  // namespace
 
-ResponderCheck CheckSequence(const QpContext& qp, const Packet& p) {
+// ---- the checks, in the order they are applied -----------------------------------------------------
+
+ResponderCheck CheckPsn(const QpContext& qp, const Packet& p) {
   const ResponderState& r = qp.responder;
   const std::int32_t d = Psn::Diff(p.psn, r.expected_psn);
   if (d < 0) return ResponderCheck::kDuplicate;
   if (d > 0) return r.rnr_nak_outstanding ? ResponderCheck::kSilentDiscard : ResponderCheck::kOutOfSequence;
+  return ResponderCheck::kAccept;
+}
+
+ResponderCheck CheckOpcodeSequence(const QpContext& qp, const Packet& p) {
+  const ResponderState& r = qp.responder;
   const OpcodeTraits& t = Traits(p.opcode);
   if (r.in_message) {
     // Inside a message only its Middle and Last packets may come.
@@ -80,17 +87,121 @@ ResponderCheck CheckSequence(const QpContext& qp, const Packet& p) {
   return ResponderCheck::kAccept;
 }
 
+ResponderCheck CheckSequence(const QpContext& qp, const Packet& p) {
+  const ResponderCheck psn = CheckPsn(qp, p);
+  return psn != ResponderCheck::kAccept ? psn : CheckOpcodeSequence(qp, p);
+}
+
+ResponderCheck Responder::TakeReceiveWqe(QpContext& qp) {
+  if (nic_.InjectFault(FaultPoint::kReceiveWqe, qp.qpn.value) != nullptr || !StartReceive(qp)) {
+    return ResponderCheck::kReceiverNotReady;
+  }
+  return ResponderCheck::kAccept;
+}
+
+ResponderCheck Responder::CheckReceiveLength(const QpContext& qp, std::uint32_t length) const {
+  const ResponderState& r = qp.responder;
+  return r.message_bytes + length > r.receive_capacity ? ResponderCheck::kReceiveOverflow : ResponderCheck::kAccept;
+}
+
+ResponderCheck Responder::CheckReceiveAccess(const QpContext& qp, std::uint32_t length) {
+  // Every target piece is checked now so the error is reported in order; placement is by DMA.
+  const ResponderState& r = qp.responder;
+  const std::span<const WqeDataSegment> sges{r.receive_sges.data(), r.receive_sge_count};
+  const bool writable = ForEachSgePiece(
+      sges, r.message_bytes, length, [&](const WqeDataSegment& sge, std::uint64_t at, std::uint64_t n, std::uint64_t) {
+        return nic_.Tpt().Check(MemoryKey{sge.local_key}, qp.pd, sge.address + at, n, access::kLocalWrite).Ok();
+      });
+  return writable ? ResponderCheck::kAccept : ResponderCheck::kReceiveProtection;
+}
+
+ResponderCheck Responder::ApplyInvalidate(const QpContext& qp, std::uint32_t key) {
+  // ref §3.2: the token (a fast-register region or a window of this QP's PD) is invalidated
+  // before the receive completion is written; an invalid one aborts the connection.
+  const MemoryOpOutcome outcome = nic_.Tpt().Invalidate(MemoryKey{key}, qp.pd);
+  if (outcome == MemoryOpOutcome::kOk) return ResponderCheck::kAccept;
+  NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Translation, "qp {} send-invalidate key {:#x}: {}",
+               qp.qpn.value, key, Name(outcome));
+  return ResponderCheck::kBadInvalidateKey;
+}
+
+ResponderCheck Responder::CheckRemoteAccess(const QpContext& qp, std::uint32_t key, std::uint64_t address,
+                                            std::uint32_t length, std::uint32_t required, bool inject) {
+  if (length == 0) return ResponderCheck::kAccept;  // a zero-length request touches no memory
+  if (inject && nic_.InjectFault(FaultPoint::kRemoteAccess, qp.qpn.value) != nullptr) {
+    nic_.Tpt().Revoke(MemoryKey{key});
+  }
+  const TranslationResult t = nic_.Tpt().Check(MemoryKey{key}, qp.pd, address, length, required);
+  if (t.Ok()) return ResponderCheck::kAccept;
+  NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Translation, "qp {} {} key {:#x}: {}", qp.qpn.value,
+               required == access::kRemoteWrite ? "write" : "read", key, Name(t.outcome));
+  return ResponderCheck::kRemoteAccess;
+}
+
+ResponderCheck Responder::CheckWriteLength(const QpContext& qp, std::uint32_t length, bool last) const {
+  // A write's packets carry exactly the length its first packet announced.
+  const std::uint64_t remaining = qp.responder.write_remaining;
+  return length > remaining || (last && length != remaining) ? ResponderCheck::kWriteLength : ResponderCheck::kAccept;
+}
+
+ResponderCheck Responder::CheckReadLimit(const QpContext& qp, bool duplicate) const {
+  // IRD: more reads in progress than negotiated is a protocol violation by the requester. A
+  // duplicate that finds every read resource busy is dropped instead: the requester asks again
+  // when its timer expires.
+  if (qp.responder.reads_in_progress < qp.inbound_read_limit) return ResponderCheck::kAccept;
+  return duplicate ? ResponderCheck::kReadResourcesBusy : ResponderCheck::kTooManyReads;
+}
+
+void Responder::Refuse(QpContext& qp, Psn psn, ResponderCheck check, std::uint32_t packet_id) {
+  const RequestOutcome& o = Outcome(check);
+  const auto release = [&] {
+    if (packet_id != kNoPacket) nic_.GetPort().Pool().Release(packet_id);
+  };
+  if (o.protection_fault) ++nic_.MutableCounters().protection_faults;
+  switch (o.action) {
+    case RequestAction::kAccept:
+      NDKSIM_CHECK(false, "an accepted request is not refused");
+      return;
+    case RequestAction::kDrop:
+      release();
+      return;
+    case RequestAction::kReacknowledge:
+      SendAck(qp, qp.responder.expected_psn + Psn::kMask, AckSyndrome::kAck);
+      release();
+      return;
+    case RequestAction::kNakSequence:
+      qp.responder.rnr_nak_outstanding = true;  // discard until the expected PSN comes back
+      SendAck(qp, qp.responder.expected_psn, o.nak);
+      release();
+      return;
+    case RequestAction::kNakRnr:
+      ++nic_.MutableCounters().rnr_naks_sent;
+      qp.responder.rnr_nak_outstanding = true;
+      release();
+      SendAck(qp, psn, o.nak);
+      return;
+    case RequestAction::kFail:
+      release();
+      Fail(qp, psn, o.nak);
+      return;
+    case RequestAction::kFailReceive:
+      release();
+      FailReceive(qp, psn, o.receive, o.nak);
+      return;
+  }
+}
+
 void Responder::OnPacket(std::uint32_t packet_id) {
   PacketPool& pool = nic_.GetPort().Pool();
   const Packet& p = pool.Get(packet_id);
   QpContext* qp = nic_.FindQp(p.destination_qpn);
   if (qp == nullptr || qp->state != QpState::kReadyToSend || qp->remote_qpn != p.source_qpn ||
       qp->remote_node != p.source_node) {
-    pool.Release(packet_id);
+    pool.Release(packet_id);  // ResponderCheck::kDropNoQp
     return;
   }
   if (qp->responder.nak_pending && p.opcode != PacketOpcode::kTerminate) {
-    pool.Release(packet_id);  // refused a request already: nothing after it is taken
+    Refuse(*qp, p.psn, ResponderCheck::kRefusedEarlier, packet_id);  // nothing after it is taken
     return;
   }
   if (p.opcode == PacketOpcode::kTerminate) {
@@ -99,34 +210,15 @@ void Responder::OnPacket(std::uint32_t packet_id) {
     nic_.EnterQpError(*qp, QpErrorCause::kRemote);
     return;
   }
-  switch (CheckSequence(*qp, p)) {
-    case ResponderCheck::kAccept:
-      break;
-    case ResponderCheck::kDuplicate:
-      // A duplicate read request is executed again (its responses may be what was lost).
-      if (p.opcode == PacketOpcode::kReadRequest) {
-        OnReadRequest(*qp, packet_id, /*duplicate=*/true);
-        return;
-      }
-      // Re-acknowledge the newest completed PSN so a requester that lost our ACK moves on.
-      SendAck(*qp, qp->responder.expected_psn + Psn::kMask, AckSyndrome::kAck);
-      pool.Release(packet_id);
-      return;
-    case ResponderCheck::kOutOfSequence:
-      qp->responder.rnr_nak_outstanding = true;  // discard until the expected PSN comes back
-      SendAck(*qp, qp->responder.expected_psn, AckSyndrome::kPsnSequenceError);
-      pool.Release(packet_id);
-      return;
-    case ResponderCheck::kSilentDiscard:
-    case ResponderCheck::kDropNoQp:
-      pool.Release(packet_id);
-      return;
-    case ResponderCheck::kBadOpcodeSequence: {
-      const Psn psn = p.psn;
-      pool.Release(packet_id);
-      Fail(*qp, psn, AckSyndrome::kRemoteInvalidRequest);
-      return;
-    }
+  const ResponderCheck check = CheckSequence(*qp, p);
+  if (check == ResponderCheck::kDuplicate && p.opcode == PacketOpcode::kReadRequest) {
+    // A duplicate read request is executed again (its responses may be what was lost).
+    OnReadRequest(*qp, packet_id, /*duplicate=*/true);
+    return;
+  }
+  if (check != ResponderCheck::kAccept) {
+    Refuse(*qp, p.psn, check, packet_id);
+    return;
   }
   qp->responder.rnr_nak_outstanding = false;
   if (IsSend(p.opcode)) {
@@ -212,33 +304,19 @@ void Responder::OnSend(QpContext& qp, std::uint32_t packet_id) {
   const Psn psn = p.psn;
   const RequestRef request{p.source_node, p.source_qpn.value, p.trace_wqe};
   if (Traits(p.opcode).first) {
-    if (nic_.InjectFault(FaultPoint::kReceiveWqe, qp.qpn.value) != nullptr || !StartReceive(qp)) {
-      // Receiver not ready: NAK without consuming the PSN; the requester retries after a delay.
-      ++nic_.MutableCounters().rnr_naks_sent;
-      r.rnr_nak_outstanding = true;
-      pool.Release(packet_id);
-      SendAck(qp, psn, AckSyndrome::kRnrNak);
+    const ResponderCheck check = TakeReceiveWqe(qp);
+    if (check != ResponderCheck::kAccept) {
+      Refuse(qp, psn, check, packet_id);
       return;
     }
     r.in_message = true;
     r.message_kind = p.opcode;
   }
   const auto length = static_cast<std::uint32_t>(p.payload.size());
-  if (r.message_bytes + length > r.receive_capacity) {
-    pool.Release(packet_id);
-    FailReceive(qp, psn, CompletionSyndrome::kReceiveOverflow, AckSyndrome::kRemoteInvalidRequest);
-    return;
-  }
-  // Check every target piece now so the error is reported in order; place by DMA.
-  const std::span<const WqeDataSegment> sges{r.receive_sges.data(), r.receive_sge_count};
-  const bool writable = ForEachSgePiece(
-      sges, r.message_bytes, length, [&](const WqeDataSegment& sge, std::uint64_t at, std::uint64_t n, std::uint64_t) {
-        return nic_.Tpt().Check(MemoryKey{sge.local_key}, qp.pd, sge.address + at, n, access::kLocalWrite).Ok();
-      });
-  if (!writable) {
-    ++nic_.MutableCounters().protection_faults;
-    pool.Release(packet_id);
-    FailReceive(qp, psn, CompletionSyndrome::kLocalProtectionError, AckSyndrome::kRemoteOperationError);
+  ResponderCheck check = CheckReceiveLength(qp, length);
+  if (check == ResponderCheck::kAccept) check = CheckReceiveAccess(qp, length);
+  if (check != ResponderCheck::kAccept) {
+    Refuse(qp, psn, check, packet_id);
     return;
   }
   const std::uint64_t offset = r.message_bytes;
@@ -281,14 +359,10 @@ void Responder::OnSend(QpContext& qp, std::uint32_t packet_id) {
   rec.flags = cqe_flag::kReceive;
   if (pkt.solicited) rec.flags |= cqe_flag::kSolicited;
   if (pkt.has_invalidate_key) {
-    // ref §3.2: the token (a fast-register region or a window of this QP's PD) is invalidated
-    // before the receive completion is written; an invalid one aborts the connection.
-    const MemoryOpOutcome outcome = nic_.Tpt().Invalidate(MemoryKey{pkt.invalidate_key}, qp.pd);
-    if (outcome != MemoryOpOutcome::kOk) {
-      ++nic_.MutableCounters().protection_faults;
-      NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Translation, "qp {} send-invalidate key {:#x}: {}",
-                   qp.qpn.value, pkt.invalidate_key, Name(outcome));
-      FailReceive(qp, psn, CompletionSyndrome::kLocalProtectionError, AckSyndrome::kRemoteAccessError);
+    // The packet stays with its placement, which releases it.
+    const ResponderCheck invalidated = ApplyInvalidate(qp, pkt.invalidate_key);
+    if (invalidated != ResponderCheck::kAccept) {
+      Refuse(qp, psn, invalidated);
       return;
     }
     rec.flags |= cqe_flag::kInvalidated;
@@ -307,18 +381,11 @@ void Responder::OnWrite(QpContext& qp, std::uint32_t packet_id) {
   const auto length = static_cast<std::uint32_t>(p.payload.size());
   if (Traits(p.opcode).first) {
     // RETH: the whole target range is checked once, on the first packet.
-    if (p.dma_length > 0) {
-      if (nic_.InjectFault(FaultPoint::kRemoteAccess, qp.qpn.value) != nullptr) nic_.Tpt().Revoke(MemoryKey{p.remote_key});
-      const TranslationResult t =
-          nic_.Tpt().Check(MemoryKey{p.remote_key}, qp.pd, p.remote_address, p.dma_length, access::kRemoteWrite);
-      if (!t.Ok()) {
-        ++nic_.MutableCounters().protection_faults;
-        NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Translation, "qp {} write key {:#x}: {}", qp.qpn.value,
-                     p.remote_key, Name(t.outcome));
-        pool.Release(packet_id);
-        Fail(qp, psn, AckSyndrome::kRemoteAccessError);
-        return;
-      }
+    const ResponderCheck check =
+        CheckRemoteAccess(qp, p.remote_key, p.remote_address, p.dma_length, access::kRemoteWrite, /*inject=*/true);
+    if (check != ResponderCheck::kAccept) {
+      Refuse(qp, psn, check, packet_id);
+      return;
     }
     r.write_address = p.remote_address;
     r.write_key = p.remote_key;
@@ -328,9 +395,8 @@ void Responder::OnWrite(QpContext& qp, std::uint32_t packet_id) {
   }
   const bool last = Traits(p.opcode).last;
   const bool ack_request = p.ack_request;
-  if (length > r.write_remaining || (last && length != r.write_remaining)) {
-    pool.Release(packet_id);
-    Fail(qp, psn, AckSyndrome::kRemoteInvalidRequest);
+  if (const ResponderCheck check = CheckWriteLength(qp, length, last); check != ResponderCheck::kAccept) {
+    Refuse(qp, psn, check, packet_id);
     return;
   }
   const std::uint64_t address = r.write_address;
@@ -368,24 +434,10 @@ void Responder::OnReadRequest(QpContext& qp, std::uint32_t packet_id, bool dupli
   const std::uint32_t key = p.remote_key;
   const std::uint32_t length = p.dma_length;
   pool.Release(packet_id);
-  if (length > 0) {
-    if (!duplicate && nic_.InjectFault(FaultPoint::kRemoteAccess, qp.qpn.value) != nullptr) {
-      nic_.Tpt().Revoke(MemoryKey{key});
-    }
-    const TranslationResult t = nic_.Tpt().Check(MemoryKey{key}, qp.pd, address, length, access::kRemoteRead);
-    if (!t.Ok()) {
-      ++nic_.MutableCounters().protection_faults;
-      NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Translation, "qp {} read key {:#x}: {}", qp.qpn.value,
-                   key, Name(t.outcome));
-      Fail(qp, psn, AckSyndrome::kRemoteAccessError);
-      return;
-    }
-  }
-  // IRD: more reads in progress than negotiated is a protocol violation by the requester. A
-  // duplicate that finds every read resource busy is dropped instead: the requester asks again
-  // when its timer expires.
-  if (r.reads_in_progress >= qp.inbound_read_limit) {
-    if (!duplicate) Fail(qp, psn, AckSyndrome::kRemoteInvalidRequest);
+  ResponderCheck check = CheckRemoteAccess(qp, key, address, length, access::kRemoteRead, /*inject=*/!duplicate);
+  if (check == ResponderCheck::kAccept) check = CheckReadLimit(qp, duplicate);
+  if (check != ResponderCheck::kAccept) {
+    Refuse(qp, psn, check);
     return;
   }
   ++r.reads_in_progress;
@@ -600,7 +652,7 @@ void Responder::Fail(QpContext& qp, Psn psn, AckSyndrome syndrome) {
 
 void Responder::FailNow(QpContext& qp, Psn psn, AckSyndrome syndrome) {
   NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Responder, "qp {} psn {} refused ({})", qp.qpn.value,
-               psn.value, static_cast<int>(syndrome));
+               psn.value, Name(syndrome));
   SendAck(qp, psn, syndrome);
   // The peer learns of the error from the NAK; this side flushes its own queues.
   nic_.EnterQpError(qp, QpErrorCause::kRemote);

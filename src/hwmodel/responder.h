@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "event_queue.h"
 #include "nic.h"
@@ -16,17 +17,70 @@ struct QpContext;
 struct ReceivePrefetch;
 struct InboundRead;
 
-// Outcome of the responder's checks on one packet, in the order they are applied.
-enum class ResponderCheck : std::uint8_t {
-  kAccept,
-  kDropNoQp,           // no such QP or not ready to receive: silently dropped
-  kDuplicate,          // PSN already seen: re-acknowledged (a read request: executed again)
-  kOutOfSequence,      // PSN ahead of the expected one: NAK (sequence error)
-  kSilentDiscard,      // after a NAK, until the requester resends the expected PSN
-  kBadOpcodeSequence,  // Middle/Last without First, or First inside a message: NAK invalid
+// What the responder does with a request packet its checks set aside.
+enum class RequestAction : std::uint8_t {
+  kAccept,         // carry it out
+  kDrop,           // silently
+  kReacknowledge,  // acknowledge the newest PSN taken again, so a requester that lost the ACK moves on
+  kNakSequence,    // NAK with the expected PSN; discard until it comes back
+  kNakRnr,         // receiver not ready: NAK without consuming the PSN; the requester retries later
+  kFail,           // NAK, then the QP enters the error state
+  kFailReceive,    // complete the current receive WQE with an error, then fail as kFail
 };
 
-// Pure check of PSN and opcode sequence for `p` against the responder part of `qp`.
+// The responder's checks, in the order it applies them to a request packet (the transport's
+// order: QP, PSN, opcode sequence, then per operation the receive WQE, length, token, rights,
+// range, and the inbound read limit), each with its outcome: what the responder does, the NAK it
+// sends, the status of the receive completion it writes (kFailReceive), and whether the refusal
+// counts as a protection fault. One list: the enum, its names and the outcome table below come
+// from it. `Check` is the name tests and traces use.
+//        Check                Action          NAK syndrome            Receive completion       Fault  Name
+#define NDKSIM_RESPONDER_CHECKS(X)                                                                                     \
+  X(kAccept,             kAccept,        kAck,                   kSuccess,              false, "accepted")            \
+  X(kDropNoQp,           kDrop,          kAck,                   kSuccess,              false, "no such QP")          \
+  X(kRefusedEarlier,     kDrop,          kAck,                   kSuccess,              false, "refused earlier")     \
+  X(kDuplicate,          kReacknowledge, kAck,                   kSuccess,              false, "duplicate")           \
+  X(kOutOfSequence,      kNakSequence,   kPsnSequenceError,      kSuccess,              false, "out of sequence")     \
+  X(kSilentDiscard,      kDrop,          kAck,                   kSuccess,              false, "discarded after NAK") \
+  X(kBadOpcodeSequence,  kFail,          kRemoteInvalidRequest,  kSuccess,              false, "bad opcode sequence") \
+  X(kReceiverNotReady,   kNakRnr,        kRnrNak,                kSuccess,              false, "receiver not ready")  \
+  X(kReceiveOverflow,    kFailReceive,   kRemoteInvalidRequest,  kReceiveOverflow,      false, "receive overflow")    \
+  X(kReceiveProtection,  kFailReceive,   kRemoteOperationError,  kLocalProtectionError, true,  "receive not writable") \
+  X(kBadInvalidateKey,   kFailReceive,   kRemoteAccessError,     kLocalProtectionError, true,  "bad invalidate key")  \
+  X(kRemoteAccess,       kFail,          kRemoteAccessError,     kSuccess,              true,  "remote access")       \
+  X(kWriteLength,        kFail,          kRemoteInvalidRequest,  kSuccess,              false, "write length")        \
+  X(kTooManyReads,       kFail,          kRemoteInvalidRequest,  kSuccess,              false, "inbound read limit")  \
+  X(kReadResourcesBusy,  kDrop,          kAck,                   kSuccess,              false, "read resources busy")
+
+enum class ResponderCheck : std::uint8_t {
+#define NDKSIM_CHECK_ENUMERATOR(check, action, nak, receive, fault, name) check,
+  NDKSIM_RESPONDER_CHECKS(NDKSIM_CHECK_ENUMERATOR)
+#undef NDKSIM_CHECK_ENUMERATOR
+};
+
+struct RequestOutcome {
+  RequestAction action;
+  AckSyndrome nak;
+  CompletionSyndrome receive;
+  bool protection_fault;
+  std::string_view name;
+};
+
+inline constexpr RequestOutcome kRequestOutcomes[] = {
+#define NDKSIM_CHECK_OUTCOME(check, action, nak, receive, fault, name) \
+  {RequestAction::action, AckSyndrome::nak, CompletionSyndrome::receive, fault, name},
+    NDKSIM_RESPONDER_CHECKS(NDKSIM_CHECK_OUTCOME)
+#undef NDKSIM_CHECK_OUTCOME
+};
+
+constexpr const RequestOutcome& Outcome(ResponderCheck check) { return kRequestOutcomes[static_cast<std::size_t>(check)]; }
+constexpr std::string_view Name(ResponderCheck check) { return Outcome(check).name; }
+
+// The checks that need only the packet and the responder's state, in order: PSN, then opcode
+// sequence. Pure functions.
+ResponderCheck CheckPsn(const QpContext& qp, const Packet& p);
+ResponderCheck CheckOpcodeSequence(const QpContext& qp, const Packet& p);
+// Both, as the responder applies them.
 ResponderCheck CheckSequence(const QpContext& qp, const Packet& p);
 
 // Which request of which node a packet belongs to, for the request log.
@@ -49,6 +103,21 @@ class Responder {
   void FlushReceives(QpContext& qp);
 
  private:
+  // Per-operation checks, in the order OnSend, OnWrite and OnReadRequest apply them. Some take
+  // what they check (TakeReceiveWqe the receive WQE, ApplyInvalidate the invalidation).
+  ResponderCheck TakeReceiveWqe(QpContext& qp);
+  ResponderCheck CheckReceiveLength(const QpContext& qp, std::uint32_t length) const;
+  ResponderCheck CheckReceiveAccess(const QpContext& qp, std::uint32_t length);
+  ResponderCheck ApplyInvalidate(const QpContext& qp, std::uint32_t key);
+  ResponderCheck CheckRemoteAccess(const QpContext& qp, std::uint32_t key, std::uint64_t address, std::uint32_t length,
+                                   std::uint32_t required, bool inject);
+  ResponderCheck CheckWriteLength(const QpContext& qp, std::uint32_t length, bool last) const;
+  ResponderCheck CheckReadLimit(const QpContext& qp, bool duplicate) const;
+  // Carries out the outcome of `check` (kRequestOutcomes) for the request at `psn`, releasing
+  // packet `packet_id` (kNoPacket: none, or the caller releases it) at the point the outcome says.
+  static constexpr std::uint32_t kNoPacket = UINT32_MAX;
+  void Refuse(QpContext& qp, Psn psn, ResponderCheck check, std::uint32_t packet_id = kNoPacket);
+
   void OnSend(QpContext& qp, std::uint32_t packet_id);
   void OnWrite(QpContext& qp, std::uint32_t packet_id);
   // `duplicate`: a request for PSNs already seen (a resent read), executed again without moving

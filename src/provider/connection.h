@@ -32,17 +32,21 @@ class Connector final : public Object {
   // Passive: Incoming -> Accepting -> Connected. Then Connected -> Disconnecting (local
   // NdkDisconnect) or PeerDisconnected (peer's DREQ or an abort) -> Disconnected. Failed ends
   // any attempt that did not connect (refused, rejected, timed out, aborted).
+#define NDKSIM_CONNECTOR_STATES(X) \
+  X(Idle)                          \
+  X(Connecting)                    \
+  X(Replied)                       \
+  X(Incoming)                      \
+  X(Accepting)                     \
+  X(Connected)                     \
+  X(PeerDisconnected)              \
+  X(Disconnecting)                 \
+  X(Disconnected)                  \
+  X(Failed)
   enum class State : std::uint8_t {
-    kIdle,
-    kConnecting,
-    kReplied,
-    kIncoming,
-    kAccepting,
-    kConnected,
-    kPeerDisconnected,
-    kDisconnecting,
-    kDisconnected,
-    kFailed,
+#define NDKSIM_X(name) k##name,
+    NDKSIM_CONNECTOR_STATES(NDKSIM_X)
+#undef NDKSIM_X
   };
 
   static NTSTATUS Create(Adapter& adapter, NDK_CONNECTOR** out);

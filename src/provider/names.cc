@@ -234,15 +234,7 @@ std::string ResultString(const NDK_RESULT_EX& r) {
 std::string_view FaultPointName(FaultPoint p) { return Name(p); }
 std::string_view FaultActionName(FaultAction a) { return Name(a); }
 
-std::string_view PacketClassName(PacketClass c) {
-  switch (c) {
-    case PacketClass::kAny: return "any";
-    case PacketClass::kRequest: return "request";
-    case PacketClass::kAcknowledge: return "acknowledge";
-    case PacketClass::kReadResponse: return "read-response";
-  }
-  return "?";
-}
+std::string_view PacketClassName(PacketClass c) { return Name(c); }
 
 std::string ToString(const FaultRule& rule) {
   std::string out = fmt::format("FaultRule{{{}: {}", FaultPointName(rule.Point()), FaultActionName(rule.action));

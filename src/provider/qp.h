@@ -96,7 +96,7 @@ class Qp final : public Object {
   void* Context() const { return qp_context_; }
   Srq* GetSrq() const { return srq_; }
 
-  // ---- posting (qp.cc), hot path ----
+  // ---- posting (qp_post.cc; Flush in qp.cc, bind bookkeeping in qp_memory.cc), hot path ----
   NTSTATUS PostInitiator(const InitiatorRequest& request);
   NTSTATUS PostReceive(void* context, const NDK_SGE* sgl, ULONG sge_count);
   // Memory operations: the connection and queue-room checks every initiator post makes, then a
@@ -124,7 +124,7 @@ class Qp final : public Object {
   }
   void* RetireReceive(std::uint32_t wqe_counter) { return Retire(receive_, wqe_counter); }
 
-  // ---- connection side (connection.cc), control path ----
+  // ---- connection side (connector.cc), control path ----
   Connector* BoundConnector() const { return connector_; }
   void Bind(Connector* connector) { connector_ = connector; }
   // From now on initiator posts are accepted (ref §3.1: STATUS_CONNECTION_INVALID before).

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <string_view>
 
 #include "hwmodel/ring.h"
@@ -263,7 +264,24 @@ enum class CqArmKind : std::uint8_t { kNone = 0, kErrors = 1, kSolicited = 2, kA
 
 // One MMIO write to a doorbell register, as it travels from a posting thread to the NIC.
 struct Doorbell {
-  enum class Kind : std::uint8_t { kSendQueue, kReceiveQueue, kCqArm } kind;
+#define NDKSIM_DOORBELL_KINDS(X) \
+  X(kSendQueue, "send queue")    \
+  X(kReceiveQueue, "receive queue") \
+  X(kCqArm, "CQ arm")
+  enum class Kind : std::uint8_t {
+#define NDKSIM_X(kind, name) kind,
+    NDKSIM_DOORBELL_KINDS(NDKSIM_X)
+#undef NDKSIM_X
+  } kind;
+  static constexpr std::string_view Name(Kind k) {
+    constexpr std::string_view kNames[] = {
+#define NDKSIM_X(kind, name) name,
+        NDKSIM_DOORBELL_KINDS(NDKSIM_X)
+#undef NDKSIM_X
+    };
+    const auto i = static_cast<std::size_t>(k);
+    return i < std::size(kNames) ? kNames[i] : "?";
+  }
   CqArmKind arm = CqArmKind::kNone;
   std::uint32_t object = 0;  // QPN or CQ number
   std::uint32_t index = 0;   // producer index (queues) or consumer index (CQ arm)
