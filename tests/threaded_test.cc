@@ -595,6 +595,30 @@ TEST(ThreadedEngine, StoppingWithDrainLeavesNothingScheduled) {
   EXPECT_EQ(results.size(), 8u);
 }
 
+// How many times the stepped engine looked into a node's doorbell inbox for 16 writes between the
+// pair's two nodes, on a fabric with `idle_nodes` more nodes that do nothing.
+std::uint64_t InboxVisitsFor16Writes(int idle_nodes) {
+  QpPair pair;
+  for (int i = 0; i < idle_nodes; ++i) {
+    pair.fabric().AddNode({"idle" + std::to_string(i), {"198.51.100." + std::to_string(i + 1)}});
+  }
+  auto local = pair.a().Register(4096);
+  auto remote = pair.b().Register(4096);
+  const std::uint64_t before = pair.fabric().ThreadStats().inbox_visits;
+  PostWrites(pair, *local, *remote, 16);
+  pair.fabric().RunUntilIdle();
+  std::vector<NDK_RESULT_EX> results;
+  QpEnd::Poll(pair.a().initiator_cq, results);
+  EXPECT_EQ(results.size(), 16u);
+  return pair.fabric().ThreadStats().inbox_visits - before;
+}
+
+TEST(SteppedEngine, LooksOnlyIntoTheInboxesOfNodesThatHaveDoorbells) {
+  const std::uint64_t two_nodes = InboxVisitsFor16Writes(0);
+  EXPECT_GT(two_nodes, 0u);
+  EXPECT_EQ(InboxVisitsFor16Writes(64), two_nodes);
+}
+
 TEST(ThreadedEngine, SteppedCallsAreRefusedWhileTheThreadRuns) {
   QpPair pair;
   pair.fabric().Start();

@@ -66,11 +66,14 @@ enum class StopMode : std::uint8_t {
   kNow,    // stop between two events; what is scheduled stays scheduled (stepped runs resume it)
 };
 
-// What the engine's thread did since Start (Fabric::ThreadStats).
+// What the engine did (Fabric::ThreadStats): its thread since Start; in stepped mode, the doorbell
+// figures count from the fabric's creation (or the last Stop).
 struct EngineThreadStats {
   std::uint64_t events = 0;           // events run
   std::uint64_t commands = 0;         // control calls run from the mailbox
   std::uint64_t doorbell_drains = 0;  // times it took doorbells from a node's inbox
+  std::uint64_t inbox_visits = 0;     // times it looked into a node's inbox (only nodes that had
+                                      // doorbells since the engine last idled are looked into)
   std::uint64_t parks = 0;            // times it parked its thread for want of work
 };
 

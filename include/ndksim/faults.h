@@ -144,6 +144,7 @@ inline constexpr std::string_view kPacketClassNames[] = {
 };
 }  // namespace detail
 constexpr std::string_view Name(PacketClass c) { return detail::NameIn(detail::kPacketClassNames, c); }
+inline constexpr std::size_t kPacketClassCount = std::size(detail::kPacketClassNames);
 
 // Which events a rule applies to; an empty field matches anything.
 struct FaultMatch {

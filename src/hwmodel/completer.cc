@@ -246,11 +246,12 @@ void Completer::CompleteLocal(QpContext& qp, std::uint32_t counter) {
 }
 
 void Completer::FlushFetched(QpContext& qp) {
+  // The WQEs awaiting acknowledgement are the completer's to flush; the requester flushes those
+  // still in its stages. A read whose every response is in (kPlacing) completes when its data
+  // has landed, successfully: the error came after it (a responder answers in PSN order).
   for (std::uint32_t c = qp.completer.head; c != qp.fetch.tail; ++c) {
     WqeDescriptor& d = qp.Descriptor(c);
-    // A read whose every response is in completes when its data has landed, successfully: the
-    // error came after it (a responder answers in PSN order).
-    if (d.state == DescriptorState::kCompleted || d.state == DescriptorState::kPlacing) continue;
+    if (d.state != DescriptorState::kAwaitingAck) continue;
     d.state = DescriptorState::kCompleted;
     d.syndrome = CompletionSyndrome::kFlushed;
   }

@@ -4,13 +4,15 @@
 // FetchState, the requester its RequesterState, the responder its ResponderState, the completer
 // its CompleterState. A block may read another's part; it tells the owner about a change through a
 // call that carries a message ("WQEs retired", "read failed", "flushed"), or a scheduled event,
-// never by writing the part itself (tests/layering/check_layers.cmake rejects such a write).
+// never by writing the part itself (tests/layering/check_block_state.cmake rejects such a write).
 //
 // The WQE descriptors are handed along the pipeline rather than owned by one block: WQE fetch
 // fills a free descriptor (kFree -> kFetched), the requester executes it (kFetched -> kExecuting
 // -> kAwaitingAck, and back to kFetched on a rewind the completer asks for), and the completer
 // finishes and frees it (kAwaitingAck -> kPlacing -> kCompleted -> kFree). A descriptor is
-// changed only by the block whose stage its state names.
+// changed only by the block whose stage its state names; the requester hands one it fails or
+// finishes itself (a local error, a memory operation) to the completer by a call
+// (Completer::CompleteWithError, CompleteLocal).
 #pragma once
 
 #include <array>
@@ -169,7 +171,6 @@ struct ResponderState {
   std::uint64_t write_remaining = 0;
   std::uint32_t reads_in_progress = 0;  // accepted and not fully answered (IRD)
   TimePoint placement_ready{};  // placements of this QP may not start before this (WQE fetch)
-  WriteOrder write_order;       // placements and receive CQEs of this QP land in order
   // Read responses: reads in a ring addressed modulo kMaxInboundReads (head: the oldest not fully
   // sent; read_cursor/read_packet: the next response whose data to read), and the responses
   // whose data is being read, addressed modulo kStagedPackets, sent in order.
@@ -237,6 +238,10 @@ struct QpContext {
   ResponderState responder;
   CompleterState completer;
   QpCounters counters;
+  // The order of the QP's inbound placements and receive CQEs on the PCIe link. The responder
+  // hands it to PcieLink::DmaWrite and CompletionEngine::Post with each write; only the link
+  // changes it. The responder reads when the newest write lands.
+  WriteOrder write_order;
   // Descriptors of fetched WQEs, addressed by WQE counter modulo kDescriptorSlots, handed along
   // the pipeline (see the top of this file).
   std::array<WqeDescriptor, kDescriptorSlots> descriptors;

@@ -29,7 +29,7 @@ std::vector<std::string> Validate(const FaultRule& rule) {
   if (point != FaultPoint::kWire && (rule.match.link_of || rule.match.packet != PacketClass::kAny)) {
     errors.emplace_back("match: link_of and packet apply to wire actions (drop, corrupt, delay) only");
   }
-  if (rule.match.packet > PacketClass::kReadResponse) errors.emplace_back("match.packet: not a packet class");
+  if (static_cast<std::size_t>(rule.match.packet) >= kPacketClassCount) errors.emplace_back("match.packet: not a packet class");
   if (!(rule.probability > 0.0 && rule.probability <= 1.0)) errors.emplace_back("probability: must be in (0, 1]");
   if (rule.count == 0) errors.emplace_back("count: must be at least 1 (kEveryTime: no limit)");
   if (rule.until <= rule.from) errors.emplace_back("until: must be after from");

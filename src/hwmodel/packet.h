@@ -92,7 +92,6 @@ inline constexpr std::array<OpcodeTraits, 16> kOpcodeTraits = {{
 static_assert(kOpcodeTraits.size() == kPacketOpcodeNames.size());
 constexpr const OpcodeTraits& Traits(PacketOpcode op) { return kOpcodeTraits[static_cast<std::size_t>(op)]; }
 
-// AETH syndrome of an acknowledgement.
 // The AETH syndromes a responder answers with, each with the status the requester's WQE completes
 // with when a NAK of that kind fails it (an ACK, an RNR NAK and a sequence NAK fail nothing: the
 // requester goes on, or retries).

@@ -422,6 +422,13 @@ void Requester::OnReadFailed(QpContext& qp) {
 
 void Requester::OnFlushed(QpContext& qp) {
   RequesterState& r = qp.requester;
+  // Every WQE still in the requester's stages completes as flushed (the completer retires it).
+  for (std::uint32_t c = qp.completer.head; c != qp.fetch.tail; ++c) {
+    WqeDescriptor& d = qp.Descriptor(c);
+    if (d.state != DescriptorState::kFetched && d.state != DescriptorState::kExecuting) continue;
+    d.state = DescriptorState::kCompleted;
+    d.syndrome = CompletionSyndrome::kFlushed;
+  }
   r.next_exec = qp.fetch.tail;
   r.segment_next = qp.fetch.tail;
   r.segment_packet = 0;

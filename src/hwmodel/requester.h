@@ -29,8 +29,9 @@ class Requester {
   void OnConnect(QpContext& qp, Psn send_psn);
   // Messages from the completer. A read retired: outstanding reads of `qp` dropped (fence / ORD
   // may clear). A read failed: one read fewer is outstanding (the QP is entering the error state).
-  // WQEs retired: the completer's head moved, and the pipeline must not stay behind it. Every
-  // fetched WQE was flushed: nothing is left to execute or segment.
+  // WQEs retired: the completer's head moved, and the pipeline must not stay behind it. Flushed:
+  // the QP is in error; every WQE in the requester's stages completes as flushed, and nothing is
+  // left to execute or segment.
   void OnReadRetired(QpContext& qp);
   void OnReadFailed(QpContext& qp);
   void OnRetired(QpContext& qp);

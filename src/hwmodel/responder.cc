@@ -55,7 +55,7 @@ void CompleteReceive(Nic& nic, QpContext& qp, CompletionRecord rec) {
     rec.flags |= cqe_flag::kSrq;
     rec.srqn = qp.srq.value;
   }
-  nic.Cqes().Post(qp.receive_cq, rec, &r.write_order);  // after the message's data
+  nic.Cqes().Post(qp.receive_cq, rec, &qp.write_order);  // after the message's data
   r.in_message = false;
   if (qp.srq.value != 0) return;
   qp.receive_queue.ring->ConsumerRelease(qp.receive_queue.stride_blocks);
@@ -342,7 +342,7 @@ void Responder::OnSend(QpContext& qp, std::uint32_t packet_id) {
         }
         pkt_pool.Release(packet_id);
       },
-      &qp.counters, &r.write_order, r.placement_ready);
+      &qp.counters, &qp.write_order, r.placement_ready);
   r.expected_psn = psn + 1;
   const Packet& pkt = pool.Get(packet_id);
   if (!Traits(pkt.opcode).last) {
@@ -412,7 +412,7 @@ void Responder::OnWrite(QpContext& qp, std::uint32_t packet_id) {
       (void)nic_.Tpt().CopyTo(MemoryKey{key}, pd, address, pkt.payload.data(), pkt.payload.size(),
                               access::kRemoteWrite);
       pkt_pool.Release(packet_id);
-    }, &qp.counters, &r.write_order);
+    }, &qp.counters, &qp.write_order);
   } else {
     pool.Release(packet_id);
   }
@@ -612,7 +612,7 @@ void Responder::SendAck(QpContext& qp, Psn psn, AckSyndrome syndrome) {
 }
 
 void Responder::AckWhenPlaced(QpContext& qp, Psn psn, const RequestRef* request) {
-  const TimePoint placed = std::max({nic_.Pcie().LastWriteLandsAt(), qp.responder.write_order.lands, events_.Now()});
+  const TimePoint placed = std::max({nic_.Pcie().LastWriteLandsAt(), qp.write_order.lands, events_.Now()});
   RequestLog& log = nic_.Trace().Requests();
   if (request != nullptr && log.Enabled()) {
     log.Mark(request->node, request->qpn, request->wqe, RequestStage::kLastBytePlaced, placed);
@@ -674,7 +674,7 @@ void Responder::FlushReceives(QpContext& qp) {
     rec.syndrome = CompletionSyndrome::kFlushed;
     rec.flags = cqe_flag::kReceive | cqe_flag::kSrq;
     rec.srqn = qp.srq.value;
-    nic_.Cqes().Post(qp.receive_cq, rec, &r.write_order);
+    nic_.Cqes().Post(qp.receive_cq, rec, &qp.write_order);
     return;
   }
   const WorkQueue& rq = qp.receive_queue;
@@ -687,7 +687,7 @@ void Responder::FlushReceives(QpContext& qp) {
     rec.opcode = WqeOpcode::kReceive;
     rec.syndrome = CompletionSyndrome::kFlushed;
     rec.flags = cqe_flag::kReceive;
-    nic_.Cqes().Post(qp.receive_cq, rec, &r.write_order);
+    nic_.Cqes().Post(qp.receive_cq, rec, &qp.write_order);
     rq.ring->ConsumerRelease(rq.stride_blocks);
     ++r.receive_counter;
   }

@@ -66,6 +66,7 @@ void Engine::DrainDoorbells() {
     }
     SortWatchingByNode();
   }
+  stats_.inbox_visits += watching_.size();
   for (hw::DoorbellInbox* inbox : watching_) {
     if (nics_[inbox->Node()]->DrainDoorbells() != 0) ++stats_.doorbell_drains;
   }

@@ -28,8 +28,15 @@ foreach(file IN LISTS files)
     foreach(line IN LISTS lines)
       string(REGEX REPLACE "//.*" "" code "${line}")
       set(why "")
-      if(code MATCHES "${member}[ ]*(=[^=]|\\+\\+|--|[-+|&]=)" OR code MATCHES "(\\+\\+|--)[A-Za-z_]+${member}")
+      if(code MATCHES "${member}(\\.[A-Za-z_]+(\\[[^]]*\\])?)*[ ]*(=[^=]|\\+\\+|--|[-+*/%^|&]=|<<=|>>=)"
+         OR code MATCHES "(\\+\\+|--)[A-Za-z_]+${member}"
+         OR code MATCHES "(\\.|->)${part}[ ]*=[^=]")
         set(why "writes the ${part} part")
+      elseif(code MATCHES "&[A-Za-z_]+(\\.|->)${part}([^A-Za-z_]|$)" OR code MATCHES "&[A-Za-z_]+${member}")
+        set(why "takes the address of the ${part} part")
+      elseif(code MATCHES "auto[ ]*[&*][ ]*[A-Za-z_]+[ ]*=[ ]*&?[A-Za-z_]+(\\.|->)${part}[ ;]"
+             AND NOT code MATCHES "const auto")
+        set(why "holds the ${part} part by non-const auto reference")
       elseif(code MATCHES "(\\.|->)${part}\\.[A-Za-z_]+\\(")
         set(why "calls a member function of the ${part} part")
       elseif(code MATCHES "${type}State[ ]*[&*]" AND NOT code MATCHES "const ${type}State")
