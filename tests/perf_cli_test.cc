@@ -225,15 +225,24 @@ std::vector<std::string> DocumentedCommands() {
   return commands;
 }
 
+// A documented command, checked without running it. --dry-run goes first: after the command, an
+// option that wants a value would take it as its value (a quoted `--out_json` once ran for real
+// and wrote a file named "--dry-run").
+Outcome DryRun(const std::string& args) { return Perf("--dry-run " + args); }
+
 TEST(PerfCli, EveryCommandTheDocsShowIsValid) {
   const std::vector<std::string> commands = DocumentedCommands();
   EXPECT_GE(commands.size(), 10u);
   for (const std::string& args : commands) {
-    // --dry-run goes first: after the command, an option that wants a value would take it as
-    // its value (a quoted `--out_json` once wrote a file named "--dry-run").
-    const Outcome o = Perf("--dry-run " + args);
+    const Outcome o = DryRun(args);
     EXPECT_EQ(o.exit_code, 0) << "scripts/run.sh" << args << ": " << o.err;
   }
+}
+
+TEST(PerfCli, ADocumentedCommandMissingAnOptionsValueIsInvalidNotRun) {
+  const Outcome o = DryRun(" --out_json");
+  EXPECT_NE(o.exit_code, 0);
+  EXPECT_THAT(o.err, HasSubstr("--out_json"));
 }
 
 }  // namespace
