@@ -7,11 +7,13 @@
 //     (post -> peer's CQE -> reply), with the engine as fast as possible and paced.
 #include <benchmark/benchmark.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "bench_config.h"
 #include "ndksim/harness.h"
@@ -105,6 +107,82 @@ void BM_Stepped_PostCost(benchmark::State& state) { Writes(state, false, true); 
 void BM_Threaded_PostCost(benchmark::State& state) { Writes(state, true, true); }
 BENCHMARK(BM_Stepped_PostCost)->Arg(1)->Arg(16)->UseManualTime();
 BENCHMARK(BM_Threaded_PostCost)->Arg(1)->Arg(16)->UseManualTime();
+
+// What crossing between the two cores costs on this machine, with no simulator at all: the floor
+// under every threaded figure above and below.
+//   - HandOff: two threads pass a counter back and forth through two cache lines; one_way_ns is
+//     half a round trip (what a ping-pong pays per hand-off, each way).
+//   - StreamSlots: one thread fills 64-B slots of a 1,024-slot ring and publishes each with a
+//     release store of its producer index, as a post does, while another thread reads each slot
+//     as soon as it is published (range(0) = 1) or once `range(0)` slots are waiting; ns_per_slot
+//     is the producer's cost.
+void BM_CrossCore_HandOff(benchmark::State& state) {
+  struct alignas(64) Line {
+    std::atomic<std::int64_t> value{0};
+  };
+  Line ping;
+  Line pong;
+  std::atomic<bool> quit{false};
+  std::thread peer([&] {
+    for (std::int64_t seen = 0;;) {
+      std::int64_t v = 0;
+      while ((v = ping.value.load(std::memory_order_acquire)) == seen) {
+        if (quit.load(std::memory_order_relaxed)) return;
+      }
+      seen = v;
+      pong.value.store(v, std::memory_order_release);
+    }
+  });
+  std::int64_t n = 0;
+  for ([[maybe_unused]] auto _ : state) {
+    ping.value.store(++n, std::memory_order_release);
+    while (pong.value.load(std::memory_order_acquire) != n) {
+    }
+  }
+  quit = true;
+  peer.join();
+  state.counters["one_way_ns"] = benchmark::Counter(
+      2.0 * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_CrossCore_HandOff)->UseRealTime();
+
+void BM_CrossCore_StreamSlots(benchmark::State& state) {
+  constexpr std::uint32_t kSlots = 1024;
+  const auto lag = static_cast<std::uint32_t>(state.range(0));
+  struct alignas(64) Slot {
+    std::array<std::uint64_t, 8> words;
+  };
+  std::vector<Slot> ring(kSlots);
+  alignas(64) std::atomic<std::uint32_t> produced{0};
+  alignas(64) std::atomic<std::uint32_t> consumed{0};
+  std::atomic<bool> quit{false};
+  std::thread consumer([&] {
+    std::uint64_t sum = 0;
+    for (std::uint32_t next = 0; !quit.load(std::memory_order_relaxed);) {
+      const std::uint32_t p = produced.load(std::memory_order_acquire);
+      if (p - next < lag) continue;
+      for (; next != p; ++next) sum += ring[next % kSlots].words[0];
+      consumed.store(next, std::memory_order_release);
+    }
+    benchmark::DoNotOptimize(sum);
+  });
+  constexpr std::uint32_t kPerIteration = 1024;
+  std::uint32_t i = 0;
+  std::uint32_t room_until = 0;  // slots below this index are known free
+  for ([[maybe_unused]] auto _ : state) {
+    for (std::uint32_t k = 0; k < kPerIteration; ++k, ++i) {
+      while (i >= room_until) room_until = consumed.load(std::memory_order_acquire) + kSlots - lag;
+      Slot& s = ring[i % kSlots];
+      for (std::uint64_t& w : s.words) w = i;
+      produced.store(i + 1, std::memory_order_release);
+    }
+  }
+  quit = true;
+  consumer.join();
+  state.counters["ns_per_slot"] = benchmark::Counter(
+      static_cast<double>(kPerIteration), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_CrossCore_StreamSlots)->Arg(1)->Arg(16)->Arg(64)->UseRealTime();
 
 // A pair for ping-pong: 8-B messages, 32 receives posted on each side.
 struct PingPongPair {
