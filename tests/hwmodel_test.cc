@@ -53,6 +53,92 @@ TEST(EventQueue, EventsScheduledWhileRunningKeepOrder) {
   EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
 }
 
+// Events for "now" wait in FIFOs, later ones in the heap: an event the heap brings due must still
+// run before one scheduled for that instant afterwards at the same priority, and after one of a
+// lower priority value scheduled afterwards.
+TEST(EventQueue, EventsBroughtDueFromTheHeapKeepTheirOrderAgainstNewOnes) {
+  EventQueue q;
+  std::vector<int> order;
+  const TimePoint t{Nanoseconds(7)};
+  q.Schedule(t, EventPriority::kDevice, [&] {
+    order.push_back(1);
+    q.Schedule(t, EventPriority::kDevice, [&] { order.push_back(4); });
+    q.Schedule(t, EventPriority::kHost, [&] { order.push_back(2); });
+  });
+  q.Schedule(t, EventPriority::kDevice, [&] { order.push_back(3); });
+  q.Schedule(t, EventPriority::kTimer, [&] { order.push_back(5); });
+  while (!q.Empty()) q.RunOne();
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3, 4, 5}));
+}
+
+TEST(EventQueue, ACancelledEventDoesNotRunAndDoesNotMoveTheClock) {
+  EventQueue q;
+  bool ran = false;
+  const EventId id = q.Schedule(TimePoint{Microseconds(500)}, EventPriority::kTimer, [&] { ran = true; });
+  q.Schedule(TimePoint{Nanoseconds(3)}, EventPriority::kDevice, [] {});
+  EXPECT_EQ(q.Pending(), 2u);
+  EXPECT_TRUE(q.Cancel(id));
+  EXPECT_EQ(q.Pending(), 1u);
+  while (!q.Empty()) q.RunOne();
+  EXPECT_FALSE(ran);
+  EXPECT_EQ(q.Now(), TimePoint{Nanoseconds(3)});
+}
+
+TEST(EventQueue, CancellingTheEarliestEventMovesNextTimeToTheNextLiveOne) {
+  EventQueue q;
+  const EventId first = q.Schedule(TimePoint{Nanoseconds(10)}, EventPriority::kDevice, [] {});
+  q.Schedule(TimePoint{Nanoseconds(20)}, EventPriority::kDevice, [] {});
+  ASSERT_EQ(q.NextTime(), TimePoint{Nanoseconds(10)});
+  ASSERT_TRUE(q.Cancel(first));
+  EXPECT_EQ(q.NextTime(), TimePoint{Nanoseconds(20)});
+}
+
+TEST(EventQueue, CancellingEveryEventLeavesTheQueueEmpty) {
+  EventQueue q;
+  const EventId now = q.Schedule(TimePoint{}, EventPriority::kDevice, [] {});
+  const EventId later = q.Schedule(TimePoint{Nanoseconds(1)}, EventPriority::kDevice, [] {});
+  EXPECT_TRUE(q.Cancel(later));
+  EXPECT_TRUE(q.Cancel(now));
+  EXPECT_TRUE(q.Empty());
+  q.AdvanceTo(TimePoint{Nanoseconds(5)});  // nothing live is in the way
+  EXPECT_EQ(q.Now(), TimePoint{Nanoseconds(5)});
+}
+
+// An id names one scheduling: once its event ran (or was cancelled) and its slot was taken by
+// another event, cancelling the old id must not touch the new event.
+TEST(EventQueue, AnOldIdDoesNotCancelTheEventThatReusedItsSlot) {
+  EventQueue q;
+  const EventId old = q.Schedule(TimePoint{}, EventPriority::kDevice, [] {});
+  q.RunOne();
+  bool ran = false;
+  const EventId fresh = q.Schedule(TimePoint{}, EventPriority::kDevice, [&] { ran = true; });
+  ASSERT_EQ(fresh.slot, old.slot);  // the slot was reused, under a new generation
+  EXPECT_FALSE(q.Cancel(old));
+  EXPECT_FALSE(q.Cancel(EventId{}));
+  q.RunOne();
+  EXPECT_TRUE(ran);
+}
+
+TEST(EventQueue, AnEventCannotCancelItselfWhileItRuns) {
+  EventQueue q;
+  EventId self;
+  bool cancelled = true;
+  self = q.Schedule(TimePoint{}, EventPriority::kDevice, [&] { cancelled = q.Cancel(self); });
+  q.RunOne();
+  EXPECT_FALSE(cancelled);
+  EXPECT_TRUE(q.Empty());
+}
+
+TEST(EventQueue, MovingTheClockPastALiveEventIsAnInvariantViolation) {
+  EXPECT_DEATH(
+      {
+        EventQueue q;
+        q.Schedule(TimePoint{Nanoseconds(10)}, EventPriority::kDevice, [] {});
+        q.AdvanceTo(TimePoint{Nanoseconds(11)});
+      },
+      "invariant violated");
+}
+
 TEST(EventQueue, SchedulingInThePastIsAnInvariantViolation) {
   EXPECT_DEATH(
       {

@@ -5,6 +5,7 @@
 // counted once. Several are regression tests named after the bug they pin.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "ndksim/harness.h"
@@ -51,6 +52,30 @@ TEST(LongMessages, WriteLongerThanTheAckTimeoutCompletesWithoutRetransmission) {
   EXPECT_EQ(r[0].Status, STATUS_SUCCESS);
   EXPECT_TRUE(SameBytes(*src, *dst, kLongMessage));
   EXPECT_EQ(pair.a().node->Counters().retransmissions, 0u);
+}
+
+// Regression: the ACK timer's event stayed queued after the last acknowledgement, so every
+// RunUntilIdle ran on to the 500-us timeout: 64 writes that take microseconds moved the clock
+// half a millisecond, and any rate measured around RunUntilIdle was wrong.
+TEST(AckTimer, AnIdleFabricStopsAtTheLastCompletion) {
+  QpPair pair;
+  pair.fabric().RunUntilIdle();
+  pair.fabric().Trace().Requests().Enable();
+  auto src = pair.a().Register(64);
+  auto dst = pair.b().Register(64 * 64);
+  const TimePoint start = pair.fabric().Now();
+  for (ULONG i = 0; i < 64; ++i) {
+    const NDK_SGE s = src->Sge(0, 64);
+    ASSERT_EQ(pair.a().Write(nullptr, {&s, 1}, dst->Address() + i * 64, dst->RemoteToken()), STATUS_SUCCESS);
+  }
+  ASSERT_EQ(pair.Drain(pair.a().initiator_cq).size(), 64u);
+  TimePoint last_cqe = start;
+  for (const RequestRecord& r : pair.fabric().Trace().Requests().Records()) {
+    ASSERT_TRUE(r.Reached(RequestStage::kCqeWritten));
+    last_cqe = std::max(last_cqe, r.At(RequestStage::kCqeWritten));
+  }
+  EXPECT_EQ(pair.fabric().Now(), last_cqe);
+  EXPECT_LT(pair.fabric().Now() - start, Microseconds(50));
 }
 
 TEST(LongMessages, ResponderAcknowledgesEverySixteenPacketsInsideAMessage) {

@@ -52,12 +52,12 @@ void Completer::OnAcknowledge(QpContext& qp, const Packet& p) {
         return;
       }
       --qp.completer.rnr_retries_left;
+      CancelTimer(qp);  // the ACK timer pauses while waiting out the RNR delay
       qp.completer.rnr_wait = true;
-      qp.completer.CancelTimer();  // the ACK timer pauses while waiting out the RNR delay
       const Qpn qpn = qp.qpn;
       const std::uint64_t generation = qp.completer.timer_generation;
       const Psn psn = p.psn;
-      events_.ScheduleAfter(nic_.Profile().rnr_delay, EventPriority::kTimer,
+      qp.completer.rnr_event = events_.ScheduleAfter(nic_.Profile().rnr_delay, EventPriority::kTimer,
                             [this, qpn, generation, counter, psn] { OnRnrDelayOver(qpn, generation, counter, psn); });
       return;
     }
@@ -220,6 +220,9 @@ void Completer::Retire(QpContext& qp) {
     ++retired;
   }
   if (retired == 0) return;
+  // The last request awaiting acknowledgement is gone: the ACK timer stops.
+  std::uint32_t oldest;
+  if (c.timer_armed && !OldestAwaiting(qp, &oldest)) DisarmTimer(qp);
   nic_.Req().OnRetired(qp);
   nic_.Fetch().Kick(qp);
 }
@@ -266,7 +269,18 @@ void Completer::OnConnect(QpContext& qp, Psn send_psn) {
   c.rnr_retries_left = nic_.Profile().rnr_retry_count;
 }
 
-void Completer::StopTimer(QpContext& qp) { qp.completer.CancelTimer(); }
+void Completer::StopTimer(QpContext& qp) {
+  CancelTimer(qp);
+}
+
+void Completer::CancelTimer(QpContext& qp) {
+  CompleterState& c = qp.completer;
+  ++c.timer_generation;  // events already running or queued elsewhere find themselves stale
+  c.timer_armed = false;
+  if (c.timer_event_pending) events_.Cancel(c.timer_event);
+  c.timer_event_pending = false;
+  if (c.rnr_wait) events_.Cancel(c.rnr_event);
+}
 
 void Completer::ArmTimer(QpContext& qp) {
   if (qp.completer.timer_armed || qp.completer.rnr_wait) return;
@@ -277,9 +291,21 @@ void Completer::RestartTimer(QpContext& qp) {
   CompleterState& c = qp.completer;
   std::uint32_t oldest;
   c.timer_armed = OldestAwaiting(qp, &oldest);
-  if (!c.timer_armed) return;
+  if (!c.timer_armed) {
+    DisarmTimer(qp);
+    return;
+  }
   c.timer_deadline = events_.Now() + nic_.Profile().ack_timeout;
   if (!c.timer_event_pending) ScheduleTimer(qp);
+}
+
+void Completer::DisarmTimer(QpContext& qp) {
+  // Nothing awaits an acknowledgement: the timer's event goes, so that it neither runs for nothing
+  // nor keeps an idle fabric's clock moving to it.
+  CompleterState& c = qp.completer;
+  c.timer_armed = false;
+  if (c.timer_event_pending) events_.Cancel(c.timer_event);
+  c.timer_event_pending = false;
 }
 
 void Completer::ScheduleTimer(QpContext& qp) {
@@ -287,7 +313,8 @@ void Completer::ScheduleTimer(QpContext& qp) {
   c.timer_event_pending = true;
   const Qpn qpn = qp.qpn;
   const std::uint64_t generation = c.timer_generation;
-  events_.Schedule(c.timer_deadline, EventPriority::kTimer, [this, qpn, generation] { OnTimeout(qpn, generation); });
+  c.timer_event =
+      events_.Schedule(c.timer_deadline, EventPriority::kTimer, [this, qpn, generation] { OnTimeout(qpn, generation); });
 }
 
 void Completer::OnTimeout(Qpn qpn, std::uint64_t generation) {

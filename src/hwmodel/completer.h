@@ -50,6 +50,11 @@ class Completer {
   Psn ResendPoint(const QpContext& qp, std::uint32_t counter) const;
   void Retire(QpContext& qp);
   void RestartTimer(QpContext& qp);
+  // Stops the ACK timer (and an RNR delay): their events are cancelled, and any still running
+  // finds itself stale by the generation.
+  void CancelTimer(QpContext& qp);
+  // Nothing awaits an acknowledgement: the timer stops and its event is cancelled.
+  void DisarmTimer(QpContext& qp);
   void ScheduleTimer(QpContext& qp);
   void OnTimeout(Qpn qpn, std::uint64_t generation);
   void OnRnrDelayOver(Qpn qpn, std::uint64_t generation, std::uint32_t counter, Psn psn);

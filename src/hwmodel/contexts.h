@@ -203,16 +203,12 @@ struct CompleterState {
   std::uint64_t timer_generation = 0;  // bumped when the timer is cancelled; stale events compare
   bool timer_armed = false;
   // A restart only moves the deadline: at most one timer event per QP is in the event queue, and
-  // when it fires early it goes back to sleep until the deadline.
+  // when it fires early it goes back to sleep until the deadline. When nothing awaits an
+  // acknowledgement any more, the event is cancelled, so an idle QP leaves nothing scheduled.
   TimePoint timer_deadline{};
   bool timer_event_pending = false;
-
-  // Stops the ACK timer; an event still queued for it will find itself stale.
-  void CancelTimer() {
-    ++timer_generation;
-    timer_armed = false;
-    timer_event_pending = false;
-  }
+  EventId timer_event;  // while timer_event_pending
+  EventId rnr_event;    // the end of an RNR delay, while rnr_wait
   bool rnr_wait = false;
 };
 

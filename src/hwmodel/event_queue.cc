@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
-// The deterministic event queue: a binary heap of small entries over a slab of callbacks.
+// The deterministic event queue: FIFOs for the current instant, a binary heap of small entries for
+// later ones, over a slab of callbacks.
 #include "event_queue.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace ndksim::hw {
 
@@ -11,42 +13,126 @@ EventQueue::EventQueue() {
   free_slots_.reserve(4096);
 }
 
-void EventQueue::Schedule(TimePoint when, EventPriority priority, EventCallback fn) {
-  NDKSIM_CHECK(when >= now_);
-  std::uint32_t slot;
+void EventQueue::SlotFifo::Grow() {
+  std::vector<std::uint32_t> bigger(std::max<std::size_t>(64, ring_.size() * 2));
+  for (std::size_t i = 0; i < size_; ++i) bigger[i] = ring_[(head_ + i) & (ring_.size() - 1)];
+  ring_ = std::move(bigger);
+  head_ = 0;
+}
+
+std::uint32_t EventQueue::TakeSlot(EventCallback fn) {
+  NDKSIM_CHECK(static_cast<bool>(fn), "an event needs something to run");
   if (!free_slots_.empty()) {
-    slot = free_slots_.back();
+    const std::uint32_t slot = free_slots_.back();
     free_slots_.pop_back();
     callbacks_[slot] = std::move(fn);
-  } else {
-    slot = static_cast<std::uint32_t>(callbacks_.size());
-    callbacks_.push_back(std::move(fn));
+    return slot;
   }
-  // Sequence numbers stay below 2^56 (years of simulation at billions of events per second).
-  const std::uint64_t order = (static_cast<std::uint64_t>(priority) << kPriorityShift) | next_sequence_++;
-  heap_.push_back(Entry{when, order, slot});
-  std::push_heap(heap_.begin(), heap_.end(), Later);
+  const auto slot = static_cast<std::uint32_t>(callbacks_.size());
+  NDKSIM_CHECK(slot != EventId::kNone, "more than 2^32 - 1 events pending");
+  callbacks_.push_back(std::move(fn));
+  generations_.push_back(0);
+  return slot;
+}
+
+void EventQueue::FreeSlot(std::uint32_t slot) {
+  callbacks_[slot].Reset();
+  ++generations_[slot];
+  free_slots_.push_back(slot);
+}
+
+EventId EventQueue::Schedule(TimePoint when, EventPriority priority, EventCallback fn) {
+  NDKSIM_CHECK(when >= now_, "an event scheduled at {} ps, before the clock's {} ps", when, now_);
+  const std::uint32_t slot = TakeSlot(std::move(fn));
+  ++live_;
+  const auto p = static_cast<std::size_t>(priority);
+  if (when == now_) {
+    due_[p].Push(slot);
+    due_mask_ |= 1u << p;
+  } else {
+    // Sequence numbers stay below 2^56 (years of simulation at billions of events per second).
+    const std::uint64_t order = (static_cast<std::uint64_t>(p) << kPriorityShift) | next_sequence_++;
+    heap_.push_back(Entry{when, order, slot});
+    std::push_heap(heap_.begin(), heap_.end(), Later);
+  }
+  return EventId{slot, generations_[slot]};
+}
+
+bool EventQueue::Cancel(EventId id) {
+  if (!id.Valid() || id.slot >= callbacks_.size() || generations_[id.slot] != id.generation) return false;
+  if (id.slot == running_ || !Live(id.slot)) return false;
+  callbacks_[id.slot].Reset();  // the entry stays queued, cancelled, until it reaches a front
+  --live_;
+  ++cancelled_;
+  DropCancelledFronts();
+  return true;
+}
+
+void EventQueue::TakeDue() {
+  while (!heap_.empty() && heap_.front().when == now_) {
+    std::pop_heap(heap_.begin(), heap_.end(), Later);
+    const Entry e = heap_.back();
+    heap_.pop_back();
+    if (!Live(e.slot)) {
+      FreeSlot(e.slot);
+      --cancelled_;
+      continue;
+    }
+    const auto p = static_cast<std::size_t>(e.order >> kPriorityShift);
+    due_[p].Push(e.slot);
+    due_mask_ |= 1u << p;
+  }
+}
+
+void EventQueue::DropCancelledFronts() {
+  if (cancelled_ == 0) return;
+  for (std::uint32_t mask = due_mask_; mask != 0; mask &= mask - 1) {
+    const auto p = static_cast<std::size_t>(std::countr_zero(mask));
+    SlotFifo& fifo = due_[p];
+    while (!fifo.Empty() && !Live(fifo.Front())) {
+      FreeSlot(fifo.Front());
+      fifo.PopFront();
+      --cancelled_;
+    }
+    if (fifo.Empty()) due_mask_ &= ~(1u << p);
+  }
+  while (!heap_.empty() && !Live(heap_.front().slot)) {
+    std::pop_heap(heap_.begin(), heap_.end(), Later);
+    FreeSlot(heap_.back().slot);
+    heap_.pop_back();
+    --cancelled_;
+  }
 }
 
 void EventQueue::RunOne() {
-  NDKSIM_CHECK(!heap_.empty());
-  std::pop_heap(heap_.begin(), heap_.end(), Later);
-  const Entry e = heap_.back();
-  heap_.pop_back();
-  now_ = e.when;
+  NDKSIM_CHECK(live_ > 0, "RunOne on an empty event queue");
+  if (due_mask_ == 0) {
+    now_ = heap_.front().when;  // the front is live (DropCancelledFronts)
+    TakeDue();
+  }
+  const auto p = static_cast<std::size_t>(std::countr_zero(due_mask_));
+  SlotFifo& fifo = due_[p];
+  const std::uint32_t slot = fifo.Front();
+  fifo.PopFront();
+  if (fifo.Empty()) due_mask_ &= ~(1u << p);
+  --live_;
   ++events_run_;
   // Run in place: events it schedules take other slots (this one is not free yet), and growing
   // the deque does not move it.
-  EventCallback& fn = callbacks_[e.slot];
-  fn();
-  fn.Reset();
-  free_slots_.push_back(e.slot);
+  running_ = slot;
+  callbacks_[slot]();
+  running_ = EventId::kNone;
+  FreeSlot(slot);
+  DropCancelledFronts();
 }
 
 void EventQueue::AdvanceTo(TimePoint t) {
-  NDKSIM_CHECK(t >= now_);
-  NDKSIM_CHECK(heap_.empty() || heap_.front().when >= t);
+  NDKSIM_CHECK(t >= now_, "the clock moved back from {} ps to {} ps", now_, t);
+  if (t == now_) return;
+  NDKSIM_CHECK(due_mask_ == 0 && (heap_.empty() || heap_.front().when >= t),
+               "the clock moved to {} ps past an event due at {} ps", t, NextTime());
   now_ = t;
+  TakeDue();
 }
 
 }  // namespace ndksim::hw

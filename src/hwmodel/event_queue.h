@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
@@ -35,27 +36,50 @@ enum class EventPriority : std::uint8_t {
   kTimer = 3,     // retransmission and other timeouts
 };
 
+// Names one scheduled event, so that its owner can cancel it (EventQueue::Cancel). A default one
+// names nothing; an id outlives its event harmlessly (cancelling it then does nothing).
+struct EventId {
+  static constexpr std::uint32_t kNone = 0xFFFFFFFFu;
+  std::uint32_t slot = kNone;
+  std::uint32_t generation = 0;
+  bool Valid() const { return slot != kNone; }
+};
+
+// Events due at the current instant wait in one FIFO per priority; later ones in a binary heap
+// ordered by (time, priority, insertion sequence). When the clock moves to the heap's earliest time,
+// every event of that instant moves to the FIFOs, in heap order; events scheduled for the instant
+// after that join the back of their FIFO, which is where their larger sequence number puts them.
+// So the order is the heap's order throughout, and the many events a pipeline schedules for "now"
+// cost a FIFO push and pop instead of a heap's logarithmic sift.
+//
+// A cancelled event stays where it is until it reaches the front, where it is dropped without
+// running and without moving the clock; Empty, Pending and NextTime count only live events.
 class EventQueue {
  public:
   EventQueue();
 
   TimePoint Now() const { return now_; }
   // Schedules `fn` to run at `when` (never in the past).
-  void Schedule(TimePoint when, EventPriority priority, EventCallback fn);
-  void ScheduleAfter(Duration delay, EventPriority priority, EventCallback fn) {
-    Schedule(now_ + delay, priority, std::move(fn));
+  EventId Schedule(TimePoint when, EventPriority priority, EventCallback fn);
+  EventId ScheduleAfter(Duration delay, EventPriority priority, EventCallback fn) {
+    return Schedule(now_ + delay, priority, std::move(fn));
   }
+  // Cancels an event that has not started to run. False (and nothing changes) if it ran, is
+  // running, was cancelled already, or `id` names nothing.
+  bool Cancel(EventId id);
 
-  bool Empty() const { return heap_.empty(); }
-  // Time of the earliest pending event; only meaningful when !Empty().
-  TimePoint NextTime() const { return heap_.front().when; }
-  // Pops the earliest event, moves the clock to its time and runs it.
+  bool Empty() const { return live_ == 0; }
+  // Time of the earliest live event; only meaningful when !Empty().
+  TimePoint NextTime() const { return due_mask_ != 0 ? now_ : heap_.front().when; }
+  // Runs the earliest live event, moving the clock to its time first.
   void RunOne();
-  // Moves the clock forward without running anything (time only moves forward).
+  // Moves the clock forward without running anything (time only moves forward, and not past a
+  // live event).
   void AdvanceTo(TimePoint t);
 
   std::uint64_t EventsRun() const { return events_run_; }
-  std::size_t Pending() const { return heap_.size(); }
+  // Live events scheduled and not yet run.
+  std::size_t Pending() const { return live_; }
 
  private:
   struct Entry {
@@ -64,19 +88,56 @@ class EventQueue {
     std::uint32_t slot;   // index into callbacks_
   };
   static constexpr int kPriorityShift = 56;
+  static constexpr std::size_t kPriorities = 4;
   // std::push_heap builds a max-heap; "greater" puts the earliest entry at the front.
   static bool Later(const Entry& a, const Entry& b) {
     if (a.when != b.when) return a.when > b.when;
     return a.order > b.order;
   }
 
+  // A growable ring of slot numbers: the events of one priority due now, in order.
+  class SlotFifo {
+   public:
+    bool Empty() const { return size_ == 0; }
+    std::uint32_t Front() const { return ring_[head_]; }
+    void Push(std::uint32_t slot) {
+      if (size_ == ring_.size()) Grow();
+      ring_[(head_ + size_) & (ring_.size() - 1)] = slot;
+      ++size_;
+    }
+    void PopFront() {
+      head_ = (head_ + 1) & (ring_.size() - 1);
+      --size_;
+    }
+
+   private:
+    void Grow();
+    std::vector<std::uint32_t> ring_;  // a power of two long
+    std::size_t head_ = 0;
+    std::size_t size_ = 0;
+  };
+
+  bool Live(std::uint32_t slot) const { return static_cast<bool>(callbacks_[slot]); }
+  std::uint32_t TakeSlot(EventCallback fn);
+  void FreeSlot(std::uint32_t slot);
+  // Moves the heap's events at now_ to the FIFOs (dropping cancelled ones).
+  void TakeDue();
+  // Drops cancelled events at the front of the FIFOs and the heap, so that every front is live.
+  void DropCancelledFronts();
+
   TimePoint now_{};
   std::uint64_t next_sequence_ = 0;
   std::uint64_t events_run_ = 0;
-  std::vector<Entry> heap_;
+  std::size_t live_ = 0;
+  std::size_t cancelled_ = 0;  // cancelled events still queued
+  std::uint32_t running_ = EventId::kNone;  // the slot whose event is running
+  std::vector<Entry> heap_;                 // events after now_
+  std::array<SlotFifo, kPriorities> due_;   // events at now_, by priority
+  std::uint32_t due_mask_ = 0;              // bit p: due_[p] is not empty
   // Slab of callbacks; free slots listed in free_slots_. A deque: growing it while a callback runs
-  // in place does not move the callback.
+  // in place does not move the callback. An empty callback in a taken slot is a cancelled event.
   std::deque<EventCallback> callbacks_;
+  std::vector<std::uint32_t> generations_;  // per slot: bumped when the slot is freed
   std::vector<std::uint32_t> free_slots_;
 };
 
