@@ -18,6 +18,8 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <memory>
+#include <span>
 
 #include "hwmodel/host_interface.h"
 #include "nic.h"
@@ -51,10 +53,13 @@ struct WqeDescriptor {
   std::uint32_t responses_received = 0;
   std::uint32_t response_bytes = 0;
   CompletionSyndrome syndrome = CompletionSyndrome::kSuccess;
-  std::array<WqeDataSegment, kMaxSge> sges{};
-  std::array<std::byte, kMaxInlineBytes> inline_data{};
+  // The WQE's data segments as fetched: its SGEs, or the same storage as its inline bytes. The
+  // storage is the QP's (QpContext::SizeDescriptors), as large as a WQE slot of its send queue
+  // has room for after the header: the consumer's SGE and inline limits, not the NIC's maxima.
+  std::span<WqeDataSegment> sges;
+  std::span<std::byte> inline_data;
 
-  // Everything but the SGE and inline arrays back to its initial value.
+  // Everything but the data segments back to its initial value.
   void ResetHeader() {
     state = DescriptorState::kFree;
     control = WqeControl{};
@@ -238,12 +243,27 @@ struct QpContext {
   // hands it to PcieLink::DmaWrite and CompletionEngine::Post with each write; only the link
   // changes it. The responder reads when the newest write lands.
   WriteOrder write_order;
-  // Descriptors of fetched WQEs, addressed by WQE counter modulo kDescriptorSlots, handed along
-  // the pipeline (see the top of this file).
-  std::array<WqeDescriptor, kDescriptorSlots> descriptors;
+  // Descriptors of fetched WQEs, addressed by WQE counter modulo DescriptorSlots(), handed along
+  // the pipeline (see the top of this file). As many as the send queue holds WQEs, up to
+  // kDescriptorSlots, so a QP costs the NIC what its consumer asked for.
+  std::unique_ptr<WqeDescriptor[]> descriptors;
+  std::unique_ptr<WqeDataSegment[]> descriptor_segments;  // `segments` per descriptor
+  std::uint32_t descriptor_mask = 0;
 
-  WqeDescriptor& Descriptor(std::uint32_t counter) { return descriptors[counter % kDescriptorSlots]; }
-  const WqeDescriptor& Descriptor(std::uint32_t counter) const { return descriptors[counter % kDescriptorSlots]; }
+  // At creation: `slots` descriptors (a power of two), each with room for `segments` data segments.
+  void SizeDescriptors(std::uint32_t slots, std::uint32_t segments) {
+    descriptors = std::make_unique<WqeDescriptor[]>(slots);
+    descriptor_segments = std::make_unique<WqeDataSegment[]>(std::size_t{slots} * segments);
+    descriptor_mask = slots - 1;
+    for (std::uint32_t i = 0; i < slots; ++i) {
+      WqeDescriptor& d = descriptors[i];
+      d.sges = {descriptor_segments.get() + std::size_t{i} * segments, segments};
+      d.inline_data = std::as_writable_bytes(d.sges);
+    }
+  }
+  std::uint32_t DescriptorSlots() const { return descriptor_mask + 1; }
+  WqeDescriptor& Descriptor(std::uint32_t counter) { return descriptors[counter & descriptor_mask]; }
+  const WqeDescriptor& Descriptor(std::uint32_t counter) const { return descriptors[counter & descriptor_mask]; }
 };
 
 // A shared receive queue: receive WQEs any attached QP takes, in posting order.

@@ -3,6 +3,7 @@
 #include "nic.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "completer.h"
@@ -26,6 +27,12 @@ constexpr std::uint32_t kFirstQpn = 0x40;  // low QPNs are reserved for special 
 // Enough for the doorbells of a busy engine's interval between drains; a larger burst (stepped
 // mode lets a consumer post any number before it runs the fabric) spills into the overflow list.
 constexpr std::uint32_t kDoorbellFifoEntries = 1u << 13;
+}  // namespace
+
+namespace {
+constexpr std::uint32_t kMaxSendStrideBlocks = std::bit_ceil(static_cast<std::uint32_t>(
+    (kSendWqeHeaderSegments + std::max<std::size_t>(kMaxSge, kMaxInlineBytes / kWqeSegmentBytes) + kSegmentsPerBlock - 1) /
+    kSegmentsPerBlock));
 }  // namespace
 
 Nic::Nic(NodeId id, const HardwareProfile& profile, EventQueue& events, Host& host, Network& network,
@@ -147,7 +154,13 @@ CommandStatus Nic::CreateQp(const QpCreate& create, Qpn* out) {
   CqContext* send_cq = FindCq(create.send_cq);
   CqContext* receive_cq = FindCq(create.receive_cq);
   if (send_cq == nullptr || receive_cq == nullptr) return CommandStatus::kNotFound;
-  if (create.send_queue.ring == nullptr || create.send_queue.stride_blocks == 0) return CommandStatus::kInvalidArgument;
+  // A send-queue WQE takes a power-of-two number of 64-B blocks, no more than the largest WQE
+  // (the most SGEs or the most inline bytes) needs, and the ring holds at least one.
+  const std::uint32_t stride = create.send_queue.stride_blocks;
+  if (create.send_queue.ring == nullptr || stride == 0 || (stride & (stride - 1)) != 0 ||
+      stride > kMaxSendStrideBlocks || create.send_queue.ring->Capacity() < stride) {
+    return CommandStatus::kInvalidArgument;
+  }
   SrqContext* srq = nullptr;
   if (create.srq.value != 0) {
     srq = FindSrq(create.srq);
@@ -170,6 +183,10 @@ CommandStatus Nic::CreateQp(const QpCreate& create, Qpn* out) {
   qp->receive_queue = create.receive_queue;
   qp->max_inline_bytes = create.max_inline_bytes;
   qp->srq = create.srq;
+  // One descriptor per WQE the send queue can hold (up to kDescriptorSlots), each with room for
+  // the data segments of one WQE slot.
+  qp->SizeDescriptors(std::min(kDescriptorSlots, create.send_queue.ring->Capacity() / stride),
+                      static_cast<std::uint32_t>(stride * kSegmentsPerBlock - kSendWqeHeaderSegments));
   doorbell_unit_->OnCreate(*qp);
   wqe_fetch_->OnCreate(*qp);
   *out = qp->qpn;

@@ -41,7 +41,7 @@ void WqeFetch::Kick(QpContext& qp) {
       qp.state == QpState::kError ? qp.send_queue.ring->PublishedProducerIndex() : qp.doorbell.index;
   const std::uint32_t stride = qp.send_queue.stride_blocks;
   const std::uint32_t pending = (limit - f.fetched_blocks) / stride;
-  const std::uint32_t free_descriptors = kDescriptorSlots - (f.tail - qp.completer.head);
+  const std::uint32_t free_descriptors = qp.DescriptorSlots() - (f.tail - qp.completer.head);
   const std::uint32_t count = std::min({pending, free_descriptors, kMaxBurstWqes});
   if (count == 0) return;
   // Fetch in bursts: while the QP still has fetched work, wait until a whole burst of descriptors
@@ -74,7 +74,7 @@ bool WqeFetch::TakeFromDoorbell(QpContext& qp, std::uint32_t index) {
   const FetchState& f = qp.fetch;
   const std::uint32_t stride = qp.send_queue.stride_blocks;
   if (qp.state != QpState::kReadyToSend || f.in_flight || f.fetched_blocks + stride != index ||
-      f.tail - qp.completer.head == kDescriptorSlots) {
+      f.tail - qp.completer.head == qp.DescriptorSlots()) {
     return false;
   }
   ++nic_.MutableCounters().wqes_by_mmio;
@@ -105,8 +105,8 @@ void WqeFetch::Accept(QpContext& qp, std::uint32_t first_block, std::uint32_t co
     const std::byte* wqe = ring.SlotAt(first_block + i * stride).bytes.data();
     WqeDescriptor& d = qp.Descriptor(f.tail);
     NDKSIM_CHECK(d.state == DescriptorState::kFree);
-    // Only the header fields are reset: the SGE and inline arrays (2 KiB) are read no further than
-    // the counts written below.
+    // Only the header fields are reset: the data segments are read no further than the counts
+    // written below.
     d.ResetHeader();
     std::memcpy(&d.control, wqe, sizeof(WqeControl));
     std::memcpy(&d.remote, wqe + kWqeSegmentBytes, sizeof(WqeRemote));
@@ -114,12 +114,12 @@ void WqeFetch::Accept(QpContext& qp, std::uint32_t first_block, std::uint32_t co
     const std::size_t room = std::size_t{stride} * kWqeBlockBytes - kSendWqeHeaderSegments * kWqeSegmentBytes;
     if (d.control.flags & wqe_flag::kInline) {
       const std::uint32_t n = std::min<std::uint32_t>(d.control.inline_bytes, kMaxInlineBytes);
-      NDKSIM_CHECK(n <= room);
+      NDKSIM_CHECK(n <= room && n <= d.inline_data.size());
       std::memcpy(d.inline_data.data(), segments, n);
       d.total_length = n;
     } else {
       const std::uint32_t n = std::min<std::uint32_t>(d.control.sge_count, kMaxSge);
-      NDKSIM_CHECK(n * kWqeSegmentBytes <= room);
+      NDKSIM_CHECK(n * kWqeSegmentBytes <= room && n <= d.sges.size());
       std::memcpy(d.sges.data(), segments, n * kWqeSegmentBytes);
       d.control.sge_count = static_cast<std::uint8_t>(n);
       std::uint64_t total = 0;

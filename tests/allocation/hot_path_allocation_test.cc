@@ -8,16 +8,21 @@
 #include <cstddef>
 #include <cstdlib>
 #include <new>
+#include <utility>
 
 #include "ndksim/testing.h"
 
 namespace {
 
 std::atomic<long> g_allocations{0};
+std::atomic<long> g_allocated_bytes{0};
 thread_local bool g_counting = false;
 
 void* Allocate(std::size_t bytes, std::size_t alignment) {
-  if (g_counting) g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (g_counting) {
+    g_allocations.fetch_add(1, std::memory_order_relaxed);
+    g_allocated_bytes.fetch_add(static_cast<long>(bytes), std::memory_order_relaxed);
+  }
   if (bytes == 0) bytes = 1;
   void* p = alignment <= alignof(std::max_align_t)
                 ? std::malloc(bytes)
@@ -39,14 +44,24 @@ void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::fre
 namespace ndksim {
 namespace {
 
-// Counts the allocations made on this thread while `call` runs.
+// What this thread allocates while `call` runs: how many allocations, and how many bytes (freed
+// ones included).
+struct Allocated {
+  long count = 0;
+  long bytes = 0;
+};
 template <typename Call>
-long AllocationsDuring(Call&& call) {
+Allocated AllocatedDuring(Call&& call) {
   g_allocations.store(0, std::memory_order_relaxed);
+  g_allocated_bytes.store(0, std::memory_order_relaxed);
   g_counting = true;
   call();
   g_counting = false;
-  return g_allocations.load(std::memory_order_relaxed);
+  return {g_allocations.load(std::memory_order_relaxed), g_allocated_bytes.load(std::memory_order_relaxed)};
+}
+template <typename Call>
+long AllocationsDuring(Call&& call) {
+  return AllocatedDuring(std::forward<Call>(call)).count;
 }
 
 void* Ctx(std::uintptr_t n) { return reinterpret_cast<void*>(n); }
@@ -245,6 +260,40 @@ TEST_F(HotPathAllocationWithSrq, NdkSrqReceiveAllocatesNothing) {
   };
   post();
   EXPECT_EQ(AllocationsDuring(post), 0);
+}
+
+// ---- what a connected QP costs ------------------------------------------------------------------
+
+// What the NIC, the provider and the harness allocate for one more connected QP pair is sized by
+// the queues the consumer asked for, not by the NIC's maxima (64 descriptors of 2 KiB each, once).
+QpPairConfig SmallQueues(ULONG depth) {
+  QpPairConfig c;
+  c.fabric.profile = profiles::kFunctional;
+  c.initiator_queue_depth = depth;
+  c.receive_queue_depth = depth;
+  c.max_initiator_sge = 4;
+  c.max_receive_sge = 4;
+  c.inline_data_size = 64;
+  return c;
+}
+
+TEST(Footprint, ConnectingAQpPairWithSmallQueuesAllocatesLittle) {
+  QpPair pair(SmallQueues(64));
+  pair.AddConnectedQps();  // one-time growth of tables
+  const long bytes = AllocatedDuring([&] { pair.AddConnectedQps(); }).bytes;
+  // Both ends: two WQE rings of 64 x 128 B and 64 x 128 B, 64 descriptors of 176 B on each NIC,
+  // the QP contexts and the connection's objects.
+  EXPECT_LE(bytes, 128 * 1024) << bytes;
+}
+
+TEST(Footprint, ASmallerQueueCostsLess) {
+  QpPair pair(SmallQueues(64));
+  pair.AddConnectedQps();
+  const long deep = AllocatedDuring([&] { pair.AddConnectedQps(); }).bytes;
+  QpPair shallow_pair(SmallQueues(8));
+  shallow_pair.AddConnectedQps();
+  const long shallow = AllocatedDuring([&] { shallow_pair.AddConnectedQps(); }).bytes;
+  EXPECT_LT(shallow, deep / 2) << shallow << " vs " << deep;
 }
 
 }  // namespace

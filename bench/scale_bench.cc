@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+// How the simulator's cost grows with what exists, stepped:
+//   - BM_Scale_QpPairs/N: N connected QP pairs between two nodes (queues of 64, 4 SGEs): wall time
+//     to connect and to tear down one pair, and heap bytes per pair (glibc's mallinfo2, so
+//     everything the provider, the NIC and the harness allocate for it);
+//   - BM_Scale_Nodes/N: a fabric of N nodes, each with an adapter open: heap bytes and wall time
+//     per node;
+//   - BM_Scale_ActiveQps/N: 64-B writes spread over N connected QPs, every QP active: writes per
+//     wall-clock second (functional profile), to set beside N = 1.
+#include <benchmark/benchmark.h>
+#include <malloc.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ndksim/harness.h"
+
+namespace ndksim {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::size_t HeapBytes() {
+  const struct mallinfo2 m = mallinfo2();
+  return m.uordblks + m.hblkhd;
+}
+
+QpPairConfig SmallQueues() {
+  QpPairConfig c;
+  c.fabric.profile = profiles::kFunctional;
+  c.initiator_queue_depth = 64;
+  c.receive_queue_depth = 64;
+  c.max_initiator_sge = 4;
+  c.max_receive_sge = 4;
+  c.cq_depth = 4096;
+  return c;
+}
+
+void BM_Scale_QpPairs(benchmark::State& state) {
+  const auto pairs = static_cast<std::size_t>(state.range(0));
+  double connect_us = 0;
+  double teardown_us = 0;
+  double bytes = 0;
+  for ([[maybe_unused]] auto _ : state) {
+    auto pair = std::make_unique<QpPair>(SmallQueues());
+    const std::size_t heap_before = HeapBytes();
+    const Clock::time_point start = Clock::now();
+    for (std::size_t i = 1; i < pairs; ++i) pair->AddConnectedQps();
+    const Clock::time_point connected = Clock::now();
+    bytes += static_cast<double>(HeapBytes() - heap_before);
+    pair.reset();
+    const Clock::time_point gone = Clock::now();
+    connect_us += std::chrono::duration<double, std::micro>(connected - start).count();
+    teardown_us += std::chrono::duration<double, std::micro>(gone - connected).count();
+  }
+  // The first pair comes with the fabric; the figures are per added pair.
+  const double added = static_cast<double>(state.iterations()) * static_cast<double>(pairs - 1);
+  state.counters["connect_us_per_pair"] = connect_us / added;
+  state.counters["teardown_us_per_pair"] = teardown_us / added;
+  state.counters["KiB_per_pair"] = bytes / added / 1024.0;
+}
+BENCHMARK(BM_Scale_QpPairs)->Arg(65)->Arg(1025)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_Scale_Nodes(benchmark::State& state) {
+  const auto nodes = static_cast<std::size_t>(state.range(0));
+  double us = 0;
+  double bytes = 0;
+  for ([[maybe_unused]] auto _ : state) {
+    FabricConfig config;
+    config.profile = profiles::kFunctional;
+    auto fabric = std::make_unique<Fabric>(config);
+    std::vector<NDK_ADAPTER*> adapters(nodes, nullptr);
+    const std::size_t heap_before = HeapBytes();
+    const Clock::time_point start = Clock::now();
+    for (std::size_t i = 0; i < nodes; ++i) {
+      const std::size_t k = i + 1;  // 10.0.0.1 onwards
+      Node& n = fabric->AddNode({"n" + std::to_string(i), {fmt::format("10.{}.{}.{}", k >> 16, (k >> 8) & 255, k & 255)}});
+      if (n.OpenAdapter(NDK_VERSION{1, 2}, &adapters[i]) != STATUS_SUCCESS) state.SkipWithError("open failed");
+    }
+    us += std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+    bytes += static_cast<double>(HeapBytes() - heap_before);
+    for (std::size_t i = 0; i < nodes; ++i) {
+      if (adapters[i] != nullptr) fabric->GetNode(i).CloseAdapter(adapters[i]);
+    }
+  }
+  const double made = static_cast<double>(state.iterations()) * static_cast<double>(nodes);
+  state.counters["us_per_node"] = us / made;
+  state.counters["KiB_per_node"] = bytes / made / 1024.0;
+}
+BENCHMARK(BM_Scale_Nodes)->Arg(256)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_Scale_ActiveQps(benchmark::State& state) {
+  const auto count = static_cast<std::size_t>(state.range(0));
+  // Every batch: kChains DEFER chains of kChain writes, the last of each signaled; chain c goes to
+  // QP (next + c) % count, so each op costs the same whatever the number of QPs, and over the
+  // batches every QP is active.
+  constexpr std::size_t kChain = 16;
+  constexpr std::size_t kChains = 64;
+  QpPairConfig config = SmallQueues();
+  config.initiator_queue_depth = static_cast<ULONG>(std::max<std::size_t>(64, kChain * kChains / count));
+  QpPair pair(config);
+  std::vector<NDK_QP*> qps{pair.a().qp};
+  for (std::size_t i = 1; i < count; ++i) qps.push_back(pair.AddConnectedQps().a);
+  auto src = pair.a().Register(64);
+  auto dst = pair.b().Register(64);
+  const NDK_SGE sge = src->Sge(0, 64);
+  NDK_CQ* cq = pair.a().initiator_cq;
+  std::size_t next = 0;
+  for ([[maybe_unused]] auto _ : state) {
+    for (std::size_t c = 0; c < kChains; ++c) {
+      NDK_QP* qp = qps[(next + c) % count];
+      for (std::size_t i = 0; i < kChain; ++i) {
+        const ULONG flags = i + 1 == kChain ? 0 : (NDK_OP_FLAG_DEFER | NDK_OP_FLAG_SILENT_SUCCESS);
+        qp->Dispatch->NdkWrite(qp, nullptr, &sge, 1, dst->Address(), dst->RemoteToken(), flags);
+      }
+    }
+    next = (next + kChains) % count;
+    pair.fabric().RunUntilIdle();
+    NDK_RESULT r[64];
+    for (std::size_t got = 0; got < kChains;) {
+      const ULONG n = cq->Dispatch->NdkGetCqResults(cq, r, 64);
+      if (n == 0) {
+        state.SkipWithError("a signaled write did not complete");
+        break;
+      }
+      got += n;
+    }
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kChain * kChains));
+}
+BENCHMARK(BM_Scale_ActiveQps)->Arg(1)->Arg(64)->Arg(1024)->UseRealTime();
+
+}  // namespace
+}  // namespace ndksim
