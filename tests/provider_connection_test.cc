@@ -96,6 +96,19 @@ TEST_F(ConnectionManagement, PrivateDataAndReadLimitsReachBothSides) {
   EXPECT_EQ(connect.calls, 1);
 }
 
+// Many connection requests reach one listener at the same simulated instant: each arrives as
+// an event plus a datagram in the driver's rings, which are far smaller than the burst; every
+// request reaches the listener exactly once.
+TEST_F(ConnectionManagement, ABurstOfRequestsAtOneInstantAllReachTheListener) {
+  constexpr int kRequests = 300;
+  std::vector<Request> requests(kRequests);
+  for (Request& r : requests) ASSERT_EQ(Connect(a_.NewConnector(), a_.NewQp(), &r), STATUS_PENDING);
+  fabric_.RunUntil([&] { return incoming_.size() >= static_cast<std::size_t>(kRequests); });
+  EXPECT_EQ(incoming_.size(), static_cast<std::size_t>(kRequests));
+  fabric_.RunUntilIdle();  // the connects time out (nobody accepts) while `requests` is alive
+  EXPECT_EQ(incoming_.size(), static_cast<std::size_t>(kRequests));
+}
+
 TEST_F(ConnectionManagement, EphemeralSourcePortIsVisibleOnBothSides) {
   NDK_CONNECTOR* active = a_.NewConnector();
   SOCKADDR_IN local{};

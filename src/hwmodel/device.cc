@@ -32,6 +32,8 @@ bool Device::OwnsAddress(const NetworkAddress& a) const { return nic_.OwnsAddres
 void Device::SetEventQueue(SpscRing<EventEntry>* ring, std::uint32_t interrupt_vector) {
   nic_.SetEventQueue(ring, interrupt_vector);
 }
+void Device::SetDatagramQueue(SpscRing<ManagementDatagram>* ring) { nic_.SetDatagramQueue(ring); }
+void Device::EventQueueConsumed() { nic_.EventQueueConsumed(); }
 CommandStatus Device::CreateCq(const CqCreate& create, CqNumber* out) { return nic_.CreateCq(create, out); }
 CommandStatus Device::ResizeCq(CqNumber cq, const CompletionQueueMemory& memory, std::uint32_t queued) {
   return nic_.ResizeCq(cq, memory, queued);

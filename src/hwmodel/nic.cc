@@ -26,10 +26,7 @@ namespace {
 constexpr std::uint32_t kFirstQpn = 0x40;  // low QPNs are reserved for special QPs on real NICs
 // Enough for the doorbells of a busy engine's interval between drains; a larger burst (stepped
 // mode lets a consumer post any number before it runs the fabric) spills into the overflow list.
-constexpr std::uint32_t kDoorbellFifoEntries = 1u << 13;
-}  // namespace
-
-namespace {
+constexpr std::uint32_t kDoorbellFifoEntries = 1u << 11;
 constexpr std::uint32_t kMaxSendStrideBlocks = std::bit_ceil(static_cast<std::uint32_t>(
     (kSendWqeHeaderSegments + std::max<std::size_t>(kMaxSge, kMaxInlineBytes / kWqeSegmentBytes) + kSegmentsPerBlock - 1) /
     kSegmentsPerBlock));
@@ -84,6 +81,10 @@ const QpCounters* Nic::FindQpCounters(Qpn qpn) const {
 }
 
 CqContext* Nic::FindCq(CqNumber cq) { return cqs_.Find(cq.value); }
+
+void Nic::SetDatagramQueue(SpscRing<ManagementDatagram>* ring) { datagram_ring_ = ring; }
+
+void Nic::EventQueueConsumed() { WriteLandedEvents(); }
 
 void Nic::SetEventQueue(SpscRing<EventEntry>* ring, std::uint32_t interrupt_vector) {
   event_ring_ = ring;
@@ -383,18 +384,37 @@ void Nic::PostEvent(const EventEntry& entry) {
   // The entry is written to the event queue by DMA; the MSI-X write that follows it is ordered
   // behind it, so the host never sees the interrupt before the entry.
   pending_events_.push_back(entry);
-  pcie_->DmaWrite(sizeof(EventEntry) - kManagementPayloadBytes + entry.payload_bytes, [this] {
-    NDKSIM_CHECK(!pending_events_.empty());
+  std::size_t bytes = kEventEntryBytes;
+  if (entry.type == EventType::kManagement) bytes += pending_datagrams_.back().bytes;
+  pcie_->DmaWrite(bytes, [this] {
+    ++landed_events_;
+    WriteLandedEvents();
+  });
+}
+
+void Nic::WriteLandedEvents() {
+  for (; landed_events_ > 0; --landed_events_) {
+    NDKSIM_CHECK(!pending_events_.empty(), "{} events landed, none pending", landed_events_);
     const EventEntry& e = pending_events_.front();
-    if (event_ring_ != nullptr) {
-      // An event ring too small for the traffic is a configuration bug of the driver.
+    const bool datagram = e.type == EventType::kManagement;
+    if (datagram) NDKSIM_CHECK(!pending_datagrams_.empty(), "a management event without its datagram");
+    // Without a ring (no driver) the entry is dropped, as a write to unmapped memory would be.
+    const bool deliver = event_ring_ != nullptr && (!datagram || datagram_ring_ != nullptr);
+    if (deliver && (event_ring_->ProducerSlot() == nullptr ||
+                    (datagram && datagram_ring_->ProducerSlot() == nullptr))) {
+      return;  // full: the driver has not caught up; it says when it has (EventQueueConsumed)
+    }
+    if (deliver) {
+      // The datagram first: the driver reads it when it sees the event.
+      if (datagram) NDKSIM_CHECK(datagram_ring_->TryPush(pending_datagrams_.front()));
       NDKSIM_CHECK(event_ring_->TryPush(e));
     }
     pending_events_.pop_front();
-    if (event_ring_ == nullptr) return;
+    if (datagram) pending_datagrams_.pop_front();
+    if (!deliver) continue;
     ++counters_.interrupts;
     host_.RaiseInterrupt(interrupt_vector_);
-  });
+  }
 }
 
 bool Nic::SendManagementDatagram(const NetworkAddress& destination, std::span<const std::byte> bytes) {
@@ -414,12 +434,13 @@ bool Nic::SendManagementDatagram(const NetworkAddress& destination, std::span<co
 }
 
 void Nic::DeliverManagementDatagram(std::span<const std::byte> bytes, NodeId source) {
+  ManagementDatagram& d = pending_datagrams_.emplace_back();
+  d.bytes = static_cast<std::uint32_t>(std::min(bytes.size(), kManagementPayloadBytes));
+  // An empty datagram (a hostile node may send one) has no bytes to copy, and maybe no pointer.
+  std::copy_n(bytes.begin(), d.bytes, d.payload.begin());
   EventEntry e{};
   e.type = EventType::kManagement;
   e.object = source;
-  e.payload_bytes = static_cast<std::uint32_t>(std::min(bytes.size(), kManagementPayloadBytes));
-  // An empty datagram (a hostile node may send one) has no bytes to copy, and maybe no pointer.
-  std::copy_n(bytes.begin(), e.payload_bytes, e.payload.begin());
   PostEvent(e);
 }
 

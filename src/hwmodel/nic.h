@@ -87,6 +87,8 @@ class Nic {
 
   // ---- command interface (device.h says what each command does): engine thread only ----
   void SetEventQueue(SpscRing<EventEntry>* ring, std::uint32_t interrupt_vector);
+  void SetDatagramQueue(SpscRing<ManagementDatagram>* ring);
+  void EventQueueConsumed();
   CommandStatus CreateCq(const CqCreate& create, CqNumber* out);
   CommandStatus ResizeCq(CqNumber cq, const CompletionQueueMemory& memory, std::uint32_t queued);
   CommandStatus ModerateCq(CqNumber cq, const CqModeration& moderation);
@@ -191,8 +193,16 @@ class Nic {
 
   const FaultRule* DecideFault(FaultPoint point, const FaultEvent& event);
 
+  // Writes the events whose DMA has landed into the event ring, in order, each followed by an
+  // interrupt; an event that finds its ring (or its datagram's) full waits, and so do those
+  // behind it, until the driver has made room (EventQueueConsumed).
+  void WriteLandedEvents();
+
   SpscRing<EventEntry>* event_ring_ = nullptr;
-  std::deque<EventEntry> pending_events_;  // written to the event ring when their DMA lands
+  SpscRing<ManagementDatagram>* datagram_ring_ = nullptr;
+  std::deque<EventEntry> pending_events_;             // DMA on its way or landed, in order
+  std::deque<ManagementDatagram> pending_datagrams_;  // those of the kManagement events among them
+  std::size_t landed_events_ = 0;                     // the first this many have landed
 
   // Identifiers carry their slot's generation (IdLayout): doorbells, events, CQEs and packets
   // that name a destroyed entry find nothing, even after its slot is reused.

@@ -33,6 +33,7 @@ bool Negotiate(NDK_VERSION requested, NDK_VERSION* granted) {
 Driver::Driver(hw::Device& nic, hw::Host& host, Tracer& tracer, AsyncCompletion async_completion,
                std::uint64_t seed)
     : event_queue_(kEventQueueEntries),
+      datagrams_(kDatagramEntries),
       nic_(nic),
       host_(host),
       tracer_(tracer),
@@ -41,6 +42,7 @@ Driver::Driver(hw::Device& nic, hw::Host& host, Tracer& tracer, AsyncCompletion 
       completion_rng_(seed ^ (0x9e3779b97f4a7c15ull * (nic.Id() + 1))),
       async_completion_(async_completion) {
   nic_.SetEventQueue(&event_queue_, /*interrupt_vector=*/0);
+  nic_.SetDatagramQueue(&datagrams_);
   host_.SetInterruptHandler([this](std::uint32_t vector) { OnInterrupt(vector); });
 }
 
@@ -48,6 +50,7 @@ Driver::~Driver() {
   while (!adapters_.empty()) CloseAdapter(adapters_.back()->Ndk());
   host_.SetInterruptHandler(nullptr);
   nic_.SetEventQueue(nullptr, 0);
+  nic_.SetDatagramQueue(nullptr);
 }
 
 NTSTATUS Driver::OpenAdapter(NDK_VERSION version, NDK_ADAPTER** adapter) {
@@ -101,6 +104,8 @@ void Driver::DrainEventQueue() {
     event_queue_.ConsumerRelease();
     DispatchEvent(entry);
   }
+  // The consumer doorbell of the event queue: events the NIC held back for want of room follow.
+  nic_.EventQueueConsumed();
 }
 
 void Driver::DispatchEvent(const hw::EventEntry& entry) {
@@ -132,8 +137,14 @@ void Driver::DispatchEvent(const hw::EventEntry& entry) {
       if (Srq* srq = FindSrq(entry.object)) srq->Notify(STATUS_INTERNAL_ERROR);
       return;
     case hw::EventType::kManagement: {
-      const std::size_t n = std::min<std::size_t>(entry.payload_bytes, entry.payload.size());
-      cm_->OnDatagram(std::span<const std::byte>(entry.payload.data(), n), entry.object);
+      // The NIC writes the datagram before its event. Copy and release it first, like the event.
+      hw::ManagementDatagram datagram;
+      if (!datagrams_.TryPop(datagram)) {
+        Trace("management event without a datagram");
+        return;
+      }
+      const std::size_t n = std::min<std::size_t>(datagram.bytes, datagram.payload.size());
+      cm_->OnDatagram(std::span<const std::byte>(datagram.payload.data(), n), entry.object);
       return;
     }
   }

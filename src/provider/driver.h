@@ -132,8 +132,10 @@ class Driver {
 
   // The event queue holds this many entries; the NIC sees a full ring as back-pressure.
   static constexpr std::uint32_t kEventQueueEntries = 1024;
+  static constexpr std::uint32_t kDatagramEntries = 32;
 
   hw::SpscRing<hw::EventEntry> event_queue_;  // first: it is cache-line aligned
+  hw::SpscRing<hw::ManagementDatagram> datagrams_;  // one per kManagement event, in order
   hw::Device& nic_;
   hw::Host& host_;
   Tracer& tracer_;

@@ -231,6 +231,12 @@ class Device {
 
   // ---- command interface ----
   void SetEventQueue(SpscRing<EventEntry>* ring, std::uint32_t interrupt_vector);
+  // Where management datagrams go, one per kManagement event (without it they are dropped).
+  void SetDatagramQueue(SpscRing<ManagementDatagram>* ring);
+  // The driver has taken entries from the event and datagram rings (the event queue's consumer
+  // doorbell). An event that found either ring full waits on the NIC, with those behind it, in
+  // order, and is written now if there is room: nothing is lost or reordered.
+  void EventQueueConsumed();
   CommandStatus CreateCq(const CqCreate& create, CqNumber* out);
   // Switches `cq` to a new ring whose first `queued` entries the host has already filled with the
   // unread CQEs of the old one (consumer index 0). CQE writes still in flight land in the new ring,

@@ -301,8 +301,9 @@ enum class EventType : std::uint8_t {
   kCqError,         // CQ overrun or CQ fatal error: object = CQ number
   kQpFatal,         // QP entered the error state on its own: object = QPN
   kConnectionAbort, // peer aborted or terminated the connection: object = QPN
-  kManagement,      // a management datagram arrived: payload holds it, object = the node that
-                    // sent it (the fabric's own record of the sender, not anything in the payload)
+  kManagement,      // a management datagram arrived: it is the next entry of the datagram ring,
+                    // object = the node that sent it (the fabric's own record of the sender, not
+                    // anything in the datagram)
   kSrqLimit,        // an armed SRQ's queued receives fell below its limit: object = SRQ number
   kSrqError,        // the SRQ failed (catastrophic NIC error): object = SRQ number
 };
@@ -316,12 +317,22 @@ inline constexpr std::uint32_t kOverrun = 0;  // a CQE found the CQ full
 inline constexpr std::uint32_t kFatal = 1;    // catastrophic NIC error
 }  // namespace cq_error
 
+// What the NIC writes by DMA for one event: the entry's fields (a datagram's bytes follow it). The
+// model's transfer size, whatever the layout of the struct below.
+inline constexpr std::size_t kEventEntryBytes = 20;
+
+// An entry of the event queue: small, so that the queue costs a node little however deep it is.
 struct EventEntry {
   EventType type;
   std::uint32_t object = 0;
   std::uint32_t status = 0;  // kCqError: cq_error::
   std::uint32_t arm_epoch = 0;  // kCqNotify, kCqError: the arm (Doorbell::arm_epoch) it satisfies
-  std::uint32_t payload_bytes = 0;
+};
+
+// A management datagram as the NIC writes it into the driver's datagram ring, one per kManagement
+// event, in the same order.
+struct ManagementDatagram {
+  std::uint32_t bytes = 0;
   std::array<std::byte, kManagementPayloadBytes> payload;
 };
 
