@@ -6,9 +6,12 @@
 //   - BM_Scale_Nodes/N: a fabric of N nodes, each with an adapter open: heap bytes and wall time
 //     per node;
 //   - BM_Scale_ActiveQps/N: 64-B writes spread over N connected QPs, every QP active: writes per
-//     wall-clock second (functional profile), to set beside N = 1.
+//     wall-clock second (functional profile), to set beside N = 1;
+//   - BM_Floor_PageFault: what the first touch of a fresh 4-KiB page costs on this machine, with no
+//     simulator at all: the floor under creating anything that needs new memory.
 #include <benchmark/benchmark.h>
 #include <malloc.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
@@ -133,6 +136,28 @@ void BM_Scale_ActiveQps(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kChain * kChains));
 }
 BENCHMARK(BM_Scale_ActiveQps)->Arg(1)->Arg(64)->Arg(1024)->UseRealTime();
+
+void BM_Floor_PageFault(benchmark::State& state) {
+  constexpr std::size_t kPage = 4096;
+  constexpr std::size_t kBytes = std::size_t{64} << 20;
+  std::size_t pages = 0;
+  double touching_us = 0;
+  for ([[maybe_unused]] auto _ : state) {
+    void* region = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (region == MAP_FAILED) {
+      state.SkipWithError("mmap failed");
+      break;
+    }
+    auto* bytes = static_cast<volatile char*>(region);
+    const Clock::time_point start = Clock::now();
+    for (std::size_t i = 0; i < kBytes; i += kPage) bytes[i] = 1;
+    touching_us += std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+    munmap(region, kBytes);
+    pages += kBytes / kPage;
+  }
+  state.counters["us_per_fault"] = touching_us / static_cast<double>(pages);
+}
+BENCHMARK(BM_Floor_PageFault)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace ndksim

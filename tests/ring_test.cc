@@ -13,21 +13,12 @@
 
 #include "hwmodel/doorbell_queue.h"
 #include "hwmodel/ring.h"
+#include "sanitizers.h"
 
 namespace ndksim::hw {
 namespace {
 
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kUnderTsan = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-constexpr bool kUnderTsan = true;
-#else
-constexpr bool kUnderTsan = false;
-#endif
-#else
-constexpr bool kUnderTsan = false;
-#endif
+using testing_build::kUnderTsan;
 
 // ThreadSanitizer makes every atomic operation an order of magnitude slower; the stress tests
 // shrink so that they stay within tens of seconds while still wrapping the rings many times.

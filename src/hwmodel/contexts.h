@@ -17,8 +17,11 @@
 
 #include <array>
 #include <cstdint>
+#include <cstdlib>
 #include <deque>
 #include <memory>
+#include <new>
+#include <type_traits>
 #include <span>
 
 #include "hwmodel/host_interface.h"
@@ -246,14 +249,21 @@ struct QpContext {
   // Descriptors of fetched WQEs, addressed by WQE counter modulo DescriptorSlots(), handed along
   // the pipeline (see the top of this file). As many as the send queue holds WQEs, up to
   // kDescriptorSlots, so a QP costs the NIC what its consumer asked for.
+  struct FreeSegments {
+    void operator()(WqeDataSegment* p) const { std::free(p); }
+  };
   std::unique_ptr<WqeDescriptor[]> descriptors;
-  std::unique_ptr<WqeDataSegment[]> descriptor_segments;  // `segments` per descriptor
+  // `segments` per descriptor; zeroed by calloc, which leaves fresh pages untouched until a WQE
+  // is fetched into them.
+  std::unique_ptr<WqeDataSegment, FreeSegments> descriptor_segments;
   std::uint32_t descriptor_mask = 0;
 
   // At creation: `slots` descriptors (a power of two), each with room for `segments` data segments.
   void SizeDescriptors(std::uint32_t slots, std::uint32_t segments) {
     descriptors = std::make_unique<WqeDescriptor[]>(slots);
-    descriptor_segments = std::make_unique<WqeDataSegment[]>(std::size_t{slots} * segments);
+    static_assert(std::is_trivially_default_constructible_v<WqeDataSegment>, "zeroed memory is a valid segment");
+    descriptor_segments.reset(static_cast<WqeDataSegment*>(std::calloc(std::size_t{slots} * segments, sizeof(WqeDataSegment))));
+    if (descriptor_segments == nullptr) throw std::bad_alloc();
     descriptor_mask = slots - 1;
     for (std::uint32_t i = 0; i < slots; ++i) {
       WqeDescriptor& d = descriptors[i];

@@ -83,6 +83,13 @@ class Connector final : public Object {
 
   // ref §3.18 ADDRESS_ALREADY_EXISTS: whether this connector holds the local/peer 4-tuple.
   bool Holds(const SocketAddress& local, const SocketAddress& peer) const;
+  // Its (local, peer) endpoints once known (a request sent or received), else false.
+  bool Endpoints(SocketAddress* local, SocketAddress* peer) const {
+    if (!addresses_known_) return false;
+    *local = local_;
+    *peer = peer_;
+    return true;
+  }
 
   // ---- CM events (interrupt path / timers) ----
   void OnMessage(const CmMessage& message);
@@ -235,6 +242,8 @@ class ConnectionManager {
   void TakePsn() { ++psn_counter_; }
 
   void Register(Connector& connector);
+  // The connector's endpoints became known: TupleInUse looks at it from now on.
+  void AddTuple(const Connector& connector);
   void Unregister(const Connector& connector);
   // ref §3.18: another connector already connects (or is connected) from `local` to `peer`.
   bool TupleInUse(const SocketAddress& local, const SocketAddress& peer) const;
@@ -257,6 +266,12 @@ class ConnectionManager {
   static std::uint32_t Key(const SocketAddress& a) {
     return (std::uint32_t{a.address.family} << 16) | a.port;
   }
+  // Connectors whose endpoints share this key may hold the same 4-tuple (Holds decides).
+  static std::uint64_t TupleKey(const SocketAddress& local, const SocketAddress& peer) {
+    std::uint64_t k = (std::uint64_t{local.port} << 32) | (std::uint64_t{peer.port} << 16) | peer.address.family;
+    for (const std::uint8_t b : peer.address.bytes) k = k * 0x100000001b3ULL ^ b;
+    return k;
+  }
   bool InUse(const SocketAddress& a) const;
   Listener* FindListener(const SocketAddress& destination) const;
   void OnRequest(const CmMessage& request);
@@ -265,7 +280,9 @@ class ConnectionManager {
 
   Driver& driver_;
   std::unordered_multimap<std::uint32_t, Binding> bindings_;  // by (family, port)
+  std::unordered_multimap<const void*, std::uint32_t> bound_by_;  // owner -> its bindings' keys
   std::unordered_map<std::uint32_t, Connector*> connections_;  // by our connection id
+  std::unordered_multimap<std::uint64_t, const Connector*> tuples_;  // by TupleKey, once known
   std::uint32_t next_connection_id_ = 1;
   std::uint32_t psn_counter_ = 0;
   std::uint16_t next_ephemeral_ = kFirstEphemeralPort;

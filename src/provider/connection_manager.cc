@@ -38,13 +38,18 @@ NTSTATUS ConnectionManager::Bind(SocketAddress* local, const void* owner, Listen
         kFirstEphemeralPort + (local->port + 1u - kFirstEphemeralPort) % kEphemeralPorts);
   }
   bindings_.emplace(Key(*local), Binding{*local, owner, listener});
+  bound_by_.emplace(owner, Key(*local));
   return STATUS_SUCCESS;
 }
 
 void ConnectionManager::Unbind(const void* owner) {
-  for (auto it = bindings_.begin(); it != bindings_.end();) {
-    it = it->second.owner == owner ? bindings_.erase(it) : std::next(it);
+  // Only the owner's own bindings are visited: closing costs the same however many others exist.
+  const auto [first, last] = bound_by_.equal_range(owner);
+  for (auto k = first; k != last; ++k) {
+    const auto [b, e] = bindings_.equal_range(k->second);
+    for (auto it = b; it != e;) it = it->second.owner == owner ? bindings_.erase(it) : std::next(it);
   }
+  bound_by_.erase(first, last);
 }
 
 std::uint32_t ConnectionManager::PeekPsn() const {
@@ -56,11 +61,31 @@ void ConnectionManager::Register(Connector& connector) {
   connections_.emplace(connector.Id(), &connector);
 }
 
-void ConnectionManager::Unregister(const Connector& connector) { connections_.erase(connector.Id()); }
+void ConnectionManager::AddTuple(const Connector& connector) {
+  SocketAddress local;
+  SocketAddress peer;
+  if (connector.Endpoints(&local, &peer)) tuples_.emplace(TupleKey(local, peer), &connector);
+}
+
+void ConnectionManager::Unregister(const Connector& connector) {
+  connections_.erase(connector.Id());
+  SocketAddress local;
+  SocketAddress peer;
+  if (!connector.Endpoints(&local, &peer)) return;
+  const auto [first, last] = tuples_.equal_range(TupleKey(local, peer));
+  for (auto it = first; it != last; ++it) {
+    if (it->second == &connector) {
+      tuples_.erase(it);
+      return;
+    }
+  }
+}
 
 bool ConnectionManager::TupleInUse(const SocketAddress& local, const SocketAddress& peer) const {
-  return std::any_of(connections_.begin(), connections_.end(),
-                     [&](const auto& kv) { return kv.second->Holds(local, peer); });
+  // Only connectors with these endpoints are candidates: the cost does not grow with the node's
+  // other connections.
+  const auto [first, last] = tuples_.equal_range(TupleKey(local, peer));
+  return std::any_of(first, last, [&](const auto& kv) { return kv.second->Holds(local, peer); });
 }
 
 bool ConnectionManager::Send(const SocketAddress& destination, const CmMessage& message) {

@@ -163,6 +163,7 @@ Connector& Connector::CreateIncoming(Listener& listener, const CmMessage& reques
   c.local_ = request.destination;
   c.peer_ = request.source;
   c.addresses_known_ = true;
+  cm.AddTuple(c);
   c.StoreRemote(request);
   // What this side can at most use, until Accept names its own limits (ref §3.16 min rule).
   const HardwareProfile& p = adapter.GetDriver().Profile();
@@ -480,6 +481,7 @@ NTSTATUS Connector::SendRequest(Qp& qp, const SocketAddress& local, const Socket
   local_ = local;
   peer_ = peer;
   addresses_known_ = true;
+  cm.AddTuple(*this);
   send_psn_ = req.initial_psn;
   inbound_limit_ = req.inbound_read_limit;
   outbound_limit_ = req.outbound_read_limit;

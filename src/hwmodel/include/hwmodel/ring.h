@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <new>
 #include <stdexcept>
@@ -53,7 +54,8 @@ class SpscRing {
   explicit SpscRing(uint32_t capacity, uint32_t initial_index = 0)
       : capacity_(CheckedCapacity(capacity)),
         mask_(capacity - 1),
-        slots_(AllocateSlots(capacity)),
+        storage_(AllocateSlots(capacity)),
+        slots_(storage_.slots),
         prod_(initial_index),
         prod_next_(initial_index),
         cons_cache_(initial_index),
@@ -174,10 +176,6 @@ class SpscRing {
   static constexpr bool Within(uint32_t n, uint32_t published, uint32_t capacity) {
     return published <= capacity && n <= published;
   }
-  struct AlignedDelete {
-    void operator()(T* p) const { ::operator delete[](p, std::align_val_t{kSlotAlignment}); }
-  };
-
   // Slots start on a cache line so that a 64-byte WQE never straddles two lines.
   static constexpr std::size_t kSlotAlignment = std::max(kCacheLineBytes, alignof(T));
 
@@ -189,13 +187,34 @@ class SpscRing {
     return capacity;
   }
 
-  static std::unique_ptr<T[], AlignedDelete> AllocateSlots(uint32_t capacity) {
-    void* raw = ::operator new[](sizeof(T) * capacity, std::align_val_t{kSlotAlignment});
-    // Value-initialised like zeroed host memory, so a stray read is deterministic. T is
-    // trivially copyable, hence trivially destructible: the deleter only frees the storage.
-    T* slots = static_cast<T*>(raw);
-    std::uninitialized_value_construct_n(slots, capacity);
-    return std::unique_ptr<T[], AlignedDelete>(slots);
+  // The slots' storage: zeroed, cache-line aligned. Zeroed by calloc, which hands out memory fresh
+  // from the operating system without touching it, so a ring costs its pages only as they are
+  // used; a slot type with member initialisers is then value-initialised over the zeros.
+  struct Storage {
+    struct Free {
+      void operator()(void* p) const { std::free(p); }
+    };
+    std::unique_ptr<void, Free> raw;
+    T* slots = nullptr;
+  };
+  static Storage AllocateSlots(uint32_t capacity) {
+    Storage s;
+    s.raw.reset(std::calloc(std::size_t{capacity} * sizeof(T) + kSlotAlignment, 1));
+    if (s.raw == nullptr) throw std::bad_alloc();
+    void* aligned = s.raw.get();
+    std::size_t room = std::size_t{capacity} * sizeof(T) + kSlotAlignment;
+    aligned = std::align(kSlotAlignment, std::size_t{capacity} * sizeof(T), aligned, room);
+    NDKSIM_CHECK(aligned != nullptr);
+    // Value-initialisation of a trivially default-constructible type is zero-initialisation,
+    // which calloc did; anything else is constructed in place. T is trivially copyable, hence
+    // trivially destructible: freeing the storage is all the clean-up there is.
+    if constexpr (std::is_trivially_default_constructible_v<T>) {
+      s.slots = std::launder(static_cast<T*>(aligned));
+    } else {
+      s.slots = static_cast<T*>(aligned);
+      std::uninitialized_value_construct_n(s.slots, capacity);
+    }
+    return s;
   }
 
   // True if slot ProducerIndex() + offset is free.
@@ -219,7 +238,8 @@ class SpscRing {
   // Immutable after construction; read by both sides, so it shares no line with a mutable field.
   alignas(kCacheLineBytes) const uint32_t capacity_;
   const uint32_t mask_;
-  const std::unique_ptr<T[], AlignedDelete> slots_;
+  const Storage storage_;
+  T* const slots_;
 
   // Shared line written by the producer: the published producer index (the doorbell record).
   alignas(kCacheLineBytes) std::atomic<uint32_t> prod_;
