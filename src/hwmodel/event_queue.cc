@@ -22,22 +22,23 @@ void EventQueue::SlotFifo::Grow() {
 
 std::uint32_t EventQueue::TakeSlot(EventCallback fn) {
   NDKSIM_CHECK(static_cast<bool>(fn), "an event needs something to run");
-  if (!free_slots_.empty()) {
-    const std::uint32_t slot = free_slots_.back();
-    free_slots_.pop_back();
-    callbacks_[slot] = std::move(fn);
-    return slot;
+  if (free_slots_.empty()) {
+    NDKSIM_CHECK(slots_ <= EventId::kNone - kChunkSlots, "more than 2^32 - 257 events pending");
+    chunks_.push_back(std::make_unique<Slot[]>(kChunkSlots));
+    // Handed out lowest first, as a growing slab would.
+    for (std::uint32_t i = kChunkSlots; i > 0; --i) free_slots_.push_back(slots_ + i - 1);
+    slots_ += kChunkSlots;
   }
-  const auto slot = static_cast<std::uint32_t>(callbacks_.size());
-  NDKSIM_CHECK(slot != EventId::kNone, "more than 2^32 - 1 events pending");
-  callbacks_.push_back(std::move(fn));
-  generations_.push_back(0);
+  const std::uint32_t slot = free_slots_.back();
+  free_slots_.pop_back();
+  SlotOf(slot).fn = std::move(fn);
   return slot;
 }
 
 void EventQueue::FreeSlot(std::uint32_t slot) {
-  callbacks_[slot].Reset();
-  ++generations_[slot];
+  Slot& s = SlotOf(slot);
+  s.fn.Reset();
+  ++s.generation;
   free_slots_.push_back(slot);
 }
 
@@ -53,15 +54,15 @@ EventId EventQueue::Schedule(TimePoint when, EventPriority priority, EventCallba
     // Sequence numbers stay below 2^56 (years of simulation at billions of events per second).
     const std::uint64_t order = (static_cast<std::uint64_t>(p) << kPriorityShift) | next_sequence_++;
     heap_.push_back(Entry{when, order, slot});
-    std::push_heap(heap_.begin(), heap_.end(), Later);
+    std::push_heap(heap_.begin(), heap_.end(), Later{});
   }
-  return EventId{slot, generations_[slot]};
+  return EventId{slot, SlotOf(slot).generation};
 }
 
 bool EventQueue::Cancel(EventId id) {
-  if (!id.Valid() || id.slot >= callbacks_.size() || generations_[id.slot] != id.generation) return false;
+  if (!id.Valid() || id.slot >= slots_ || SlotOf(id.slot).generation != id.generation) return false;
   if (id.slot == running_ || !Live(id.slot)) return false;
-  callbacks_[id.slot].Reset();  // the entry stays queued, cancelled, until it reaches a front
+  SlotOf(id.slot).fn.Reset();  // the entry stays queued, cancelled, until it reaches a front
   --live_;
   ++cancelled_;
   DropCancelledFronts();
@@ -70,7 +71,7 @@ bool EventQueue::Cancel(EventId id) {
 
 void EventQueue::TakeDue() {
   while (!heap_.empty() && heap_.front().when == now_) {
-    std::pop_heap(heap_.begin(), heap_.end(), Later);
+    std::pop_heap(heap_.begin(), heap_.end(), Later{});
     const Entry e = heap_.back();
     heap_.pop_back();
     if (!Live(e.slot)) {
@@ -97,7 +98,7 @@ void EventQueue::DropCancelledFronts() {
     if (fifo.Empty()) due_mask_ &= ~(1u << p);
   }
   while (!heap_.empty() && !Live(heap_.front().slot)) {
-    std::pop_heap(heap_.begin(), heap_.end(), Later);
+    std::pop_heap(heap_.begin(), heap_.end(), Later{});
     FreeSlot(heap_.back().slot);
     heap_.pop_back();
     --cancelled_;
@@ -107,20 +108,31 @@ void EventQueue::DropCancelledFronts() {
 void EventQueue::RunOne() {
   NDKSIM_CHECK(live_ > 0, "RunOne on an empty event queue");
   if (due_mask_ == 0) {
-    now_ = heap_.front().when;  // the front is live (DropCancelledFronts)
+    // The clock moves to the heap's earliest event, which is live (DropCancelledFronts) and the
+    // first of its instant: it runs now, and any others of the instant wait in the FIFOs after it.
+    std::pop_heap(heap_.begin(), heap_.end(), Later{});
+    const Entry e = heap_.back();
+    heap_.pop_back();
+    now_ = e.when;
     TakeDue();
+    RunSlot(e.slot);
+    return;
   }
   const auto p = static_cast<std::size_t>(std::countr_zero(due_mask_));
   SlotFifo& fifo = due_[p];
   const std::uint32_t slot = fifo.Front();
   fifo.PopFront();
   if (fifo.Empty()) due_mask_ &= ~(1u << p);
+  RunSlot(slot);
+}
+
+void EventQueue::RunSlot(std::uint32_t slot) {
   --live_;
   ++events_run_;
-  // Run in place: events it schedules take other slots (this one is not free yet), and growing
-  // the deque does not move it.
+  // Run in place: events it schedules take other slots (this one is not free yet), and the chunks
+  // never move.
   running_ = slot;
-  callbacks_[slot]();
+  SlotOf(slot).fn();
   running_ = EventId::kNone;
   FreeSlot(slot);
   DropCancelledFronts();

@@ -12,6 +12,7 @@
 #include <functional>
 #include <cstdlib>
 #include <deque>
+#include <memory>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -85,15 +86,18 @@ class EventQueue {
   struct Entry {
     TimePoint when;
     std::uint64_t order;  // priority in the top byte, then the sequence number
-    std::uint32_t slot;   // index into callbacks_
+    std::uint32_t slot;   // its Slot
   };
   static constexpr int kPriorityShift = 56;
   static constexpr std::size_t kPriorities = 4;
-  // std::push_heap builds a max-heap; "greater" puts the earliest entry at the front.
-  static bool Later(const Entry& a, const Entry& b) {
-    if (a.when != b.when) return a.when > b.when;
-    return a.order > b.order;
-  }
+  // std::push_heap builds a max-heap; "later" puts the earliest entry at the front. A function
+  // object, not a function pointer, so that the heap's sifts inline the comparison.
+  struct Later {
+    bool operator()(const Entry& a, const Entry& b) const {
+      if (a.when != b.when) return a.when > b.when;
+      return a.order > b.order;
+    }
+  };
 
   // A growable ring of slot numbers: the events of one priority due now, in order.
   class SlotFifo {
@@ -117,7 +121,21 @@ class EventQueue {
     std::size_t size_ = 0;
   };
 
-  bool Live(std::uint32_t slot) const { return static_cast<bool>(callbacks_[slot]); }
+  // One scheduled event's callback (empty: cancelled) and the slot's generation (bumped when the
+  // slot is freed, so that an old EventId names nothing).
+  struct Slot {
+    EventCallback fn;
+    std::uint32_t generation = 0;
+  };
+  // Slots live in chunks that never move (a callback runs in place while others are scheduled),
+  // addressed by shift and mask.
+  static constexpr std::uint32_t kChunkShift = 8;
+  static constexpr std::uint32_t kChunkSlots = 1u << kChunkShift;
+  Slot& SlotOf(std::uint32_t slot) { return chunks_[slot >> kChunkShift][slot & (kChunkSlots - 1)]; }
+  const Slot& SlotOf(std::uint32_t slot) const { return chunks_[slot >> kChunkShift][slot & (kChunkSlots - 1)]; }
+  bool Live(std::uint32_t slot) const { return static_cast<bool>(SlotOf(slot).fn); }
+  // Runs the event in `slot` in place, then frees the slot.
+  void RunSlot(std::uint32_t slot);
   std::uint32_t TakeSlot(EventCallback fn);
   void FreeSlot(std::uint32_t slot);
   // Moves the heap's events at now_ to the FIFOs (dropping cancelled ones).
@@ -134,10 +152,9 @@ class EventQueue {
   std::vector<Entry> heap_;                 // events after now_
   std::array<SlotFifo, kPriorities> due_;   // events at now_, by priority
   std::uint32_t due_mask_ = 0;              // bit p: due_[p] is not empty
-  // Slab of callbacks; free slots listed in free_slots_. A deque: growing it while a callback runs
-  // in place does not move the callback. An empty callback in a taken slot is a cancelled event.
-  std::deque<EventCallback> callbacks_;
-  std::vector<std::uint32_t> generations_;  // per slot: bumped when the slot is freed
+  // Slab of slots; free ones listed in free_slots_.
+  std::vector<std::unique_ptr<Slot[]>> chunks_;
+  std::uint32_t slots_ = 0;  // slots made so far
   std::vector<std::uint32_t> free_slots_;
 };
 
