@@ -20,8 +20,7 @@ void EventQueue::SlotFifo::Grow() {
   head_ = 0;
 }
 
-std::uint32_t EventQueue::TakeSlot(EventCallback fn) {
-  NDKSIM_CHECK(static_cast<bool>(fn), "an event needs something to run");
+std::uint32_t EventQueue::TakeSlot() {
   if (free_slots_.empty()) {
     NDKSIM_CHECK(slots_ <= EventId::kNone - kChunkSlots, "more than 2^32 - 257 events pending");
     chunks_.push_back(std::make_unique<Slot[]>(kChunkSlots));
@@ -31,7 +30,6 @@ std::uint32_t EventQueue::TakeSlot(EventCallback fn) {
   }
   const std::uint32_t slot = free_slots_.back();
   free_slots_.pop_back();
-  SlotOf(slot).fn = std::move(fn);
   return slot;
 }
 
@@ -42,9 +40,7 @@ void EventQueue::FreeSlot(std::uint32_t slot) {
   free_slots_.push_back(slot);
 }
 
-EventId EventQueue::Schedule(TimePoint when, EventPriority priority, EventCallback fn) {
-  NDKSIM_CHECK(when >= now_, "an event scheduled at {} ps, before the clock's {} ps", when, now_);
-  const std::uint32_t slot = TakeSlot(std::move(fn));
+EventId EventQueue::Enqueue(TimePoint when, EventPriority priority, std::uint32_t slot) {
   ++live_;
   const auto p = static_cast<std::size_t>(priority);
   if (when == now_) {
@@ -114,7 +110,7 @@ void EventQueue::RunOne() {
     const Entry e = heap_.back();
     heap_.pop_back();
     now_ = e.when;
-    TakeDue();
+    if (!heap_.empty() && heap_.front().when == now_) TakeDue();
     RunSlot(e.slot);
     return;
   }
@@ -135,7 +131,7 @@ void EventQueue::RunSlot(std::uint32_t slot) {
   SlotOf(slot).fn();
   running_ = EventId::kNone;
   FreeSlot(slot);
-  DropCancelledFronts();
+  if (cancelled_ != 0) DropCancelledFronts();
 }
 
 void EventQueue::AdvanceTo(TimePoint t) {

@@ -61,9 +61,18 @@ class EventQueue {
 
   TimePoint Now() const { return now_; }
   // Schedules `fn` to run at `when` (never in the past).
-  EventId Schedule(TimePoint when, EventPriority priority, EventCallback fn);
-  EventId ScheduleAfter(Duration delay, EventPriority priority, EventCallback fn) {
-    return Schedule(now_ + delay, priority, std::move(fn));
+  // `fn` is a callable (built in place in its slot) or an EventCallback (moved there).
+  template <typename F>
+  EventId Schedule(TimePoint when, EventPriority priority, F&& fn) {
+    NDKSIM_CHECK(when >= now_, "an event scheduled at {} ps, before the clock's {} ps", when, now_);
+    const std::uint32_t slot = TakeSlot();
+    SlotOf(slot).fn.Emplace(std::forward<F>(fn));
+    NDKSIM_CHECK(static_cast<bool>(SlotOf(slot).fn), "an event needs something to run");
+    return Enqueue(when, priority, slot);
+  }
+  template <typename F>
+  EventId ScheduleAfter(Duration delay, EventPriority priority, F&& fn) {
+    return Schedule(now_ + delay, priority, std::forward<F>(fn));
   }
   // Cancels an event that has not started to run. False (and nothing changes) if it ran, is
   // running, was cancelled already, or `id` names nothing.
@@ -136,7 +145,8 @@ class EventQueue {
   bool Live(std::uint32_t slot) const { return static_cast<bool>(SlotOf(slot).fn); }
   // Runs the event in `slot` in place, then frees the slot.
   void RunSlot(std::uint32_t slot);
-  std::uint32_t TakeSlot(EventCallback fn);
+  std::uint32_t TakeSlot();
+  EventId Enqueue(TimePoint when, EventPriority priority, std::uint32_t slot);
   void FreeSlot(std::uint32_t slot);
   // Moves the heap's events at now_ to the FIFOs (dropping cancelled ones).
   void TakeDue();
