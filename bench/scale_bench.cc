@@ -7,6 +7,8 @@
 //     per node;
 //   - BM_Scale_ActiveQps/N: 64-B writes spread over N connected QPs, every QP active: writes per
 //     wall-clock second (functional profile), to set beside N = 1;
+//   - BM_Scale_OneActiveAmongIdle/N: the same writes on one QP while N - 1 other connected QPs
+//     stay idle;
 //   - BM_Floor_PageFault: what the first touch of a fresh 4-KiB page costs on this machine, with no
 //     simulator at all: the floor under creating anything that needs new memory.
 #include <benchmark/benchmark.h>
@@ -135,7 +137,39 @@ void BM_Scale_ActiveQps(benchmark::State& state) {
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kChain * kChains));
 }
-BENCHMARK(BM_Scale_ActiveQps)->Arg(1)->Arg(64)->Arg(1024)->UseRealTime();
+BENCHMARK(BM_Scale_ActiveQps)->Arg(1)->Arg(64)->Arg(1024)->Arg(16384)->UseRealTime();
+
+void BM_Scale_OneActiveAmongIdle(benchmark::State& state) {
+  const auto count = static_cast<std::size_t>(state.range(0));
+  constexpr ULONG kWindow = 64;  // the queue's depth
+  constexpr ULONG kChain = 16;
+  QpPair pair(SmallQueues());
+  for (std::size_t i = 1; i < count; ++i) pair.AddConnectedQps();
+  auto src = pair.a().Register(64);
+  auto dst = pair.b().Register(64);
+  const NDK_SGE sge = src->Sge(0, 64);
+  NDK_QP* qp = pair.a().qp;
+  NDK_CQ* cq = pair.a().initiator_cq;
+  for ([[maybe_unused]] auto _ : state) {
+    for (ULONG i = 0; i < kWindow; ++i) {
+      const bool last = (i + 1) % kChain == 0;
+      const ULONG flags = last ? 0 : (NDK_OP_FLAG_DEFER | NDK_OP_FLAG_SILENT_SUCCESS);
+      qp->Dispatch->NdkWrite(qp, nullptr, &sge, 1, dst->Address(), dst->RemoteToken(), flags);
+    }
+    pair.fabric().RunUntilIdle();
+    NDK_RESULT r[64];
+    for (ULONG got = 0; got < kWindow / kChain;) {
+      const ULONG n = cq->Dispatch->NdkGetCqResults(cq, r, 64);
+      if (n == 0) {
+        state.SkipWithError("a signaled write did not complete");
+        break;
+      }
+      got += n;
+    }
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * kWindow);
+}
+BENCHMARK(BM_Scale_OneActiveAmongIdle)->Arg(1)->Arg(1024)->Arg(16384)->UseRealTime();
 
 void BM_Floor_PageFault(benchmark::State& state) {
   constexpr std::size_t kPage = 4096;
