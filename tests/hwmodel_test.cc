@@ -2,7 +2,11 @@
 // Unit tests of the hardware-model blocks, driven by a hand-written test driver (no provider).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <numeric>
+#include <random>
+#include <set>
+#include <tuple>
 
 #include "hw_test_driver.h"
 #include "hwmodel/pcie_link.h"
@@ -147,6 +151,84 @@ TEST(EventQueue, SchedulingInThePastIsAnInvariantViolation) {
         q.Schedule(TimePoint{Nanoseconds(5)}, EventPriority::kDevice, [] {});
       },
       "invariant violated");
+}
+
+// Near events wait in the calendar's buckets and far ones in the heap; a bucket that fills up
+// spills into the heap. Whatever tier holds them, events run in (time, priority, scheduling) order.
+TEST(EventQueue, ABucketThatFillsUpSpillsIntoTheHeapWithoutChangingTheOrder) {
+  EventQueue q;
+  std::vector<int> order;
+  // 24 events inside one 16-ns bucket, scheduled latest first, so each one goes to the front.
+  for (int i = 23; i >= 0; --i) {
+    q.Schedule(TimePoint{Picoseconds(1000 + i * 100)}, EventPriority::kDevice, [&order, i] { order.push_back(i); });
+  }
+  while (!q.Empty()) q.RunOne();
+  std::vector<int> expected(24);
+  std::iota(expected.begin(), expected.end(), 0);
+  EXPECT_EQ(order, expected);
+}
+
+// A seeded random workload of near and far events, ties, events scheduled by running events and
+// cancellations, against a reference ordered set of (time, priority, scheduling sequence).
+TEST(EventQueue, NearFarAndCancelledEventsFollowTheReferenceOrder) {
+  using Key = std::tuple<std::int64_t, int, std::uint64_t>;  // time (ps), priority, sequence
+  struct Workload {
+    EventQueue q;
+    std::mt19937_64 rng{20261124};
+    std::set<Key> reference;
+    std::map<std::uint64_t, EventId> ids;  // live events by sequence
+    std::uint64_t sequence = 0;
+    std::vector<std::uint64_t> ran;
+
+    void Schedule(int children) {
+      // Delays: now (a third), the near future (within 5 us) or far (timers).
+      const std::uint64_t kind = rng() % 3;
+      const std::int64_t delay = kind == 0   ? 0
+                                 : kind == 1 ? static_cast<std::int64_t>(rng() % 5'000'000)
+                                             : 1'000'000 + static_cast<std::int64_t>(rng() % 600'000'000);
+      const std::int64_t when = q.Now().time_since_epoch().count() + delay;
+      const int priority = static_cast<int>(rng() % 4);
+      const std::uint64_t seq = sequence++;
+      reference.insert({when, priority, seq});
+      ids[seq] = q.Schedule(TimePoint{Picoseconds(when)}, static_cast<EventPriority>(priority),
+                            [this, seq, children] { Run(seq, children); });
+    }
+    void Run(std::uint64_t seq, int children) {
+      ran.push_back(seq);
+      ids.erase(seq);
+      for (int c = 0; c < children; ++c) Schedule(static_cast<int>(rng() % 3));
+      // Now and then, cancel a pending event.
+      if (!ids.empty() && rng() % 5 == 0) {
+        auto victim = ids.begin();
+        std::advance(victim, static_cast<std::ptrdiff_t>(rng() % ids.size()));
+        for (auto it = reference.begin(); it != reference.end(); ++it) {
+          if (std::get<2>(*it) == victim->first) {
+            reference.erase(it);
+            break;
+          }
+        }
+        EXPECT_TRUE(q.Cancel(victim->second));
+        ids.erase(victim);
+      }
+    }
+  };
+  Workload w;
+  for (int i = 0; i < 2000; ++i) w.Schedule(static_cast<int>(w.rng() % 3));
+  // Each event the queue runs must be the reference's earliest, at the reference's time.
+  std::size_t runs = 0;
+  while (!w.q.Empty()) {
+    ASSERT_FALSE(w.reference.empty());
+    const Key first = *w.reference.begin();
+    EXPECT_EQ(w.q.NextTime().time_since_epoch().count(), std::get<0>(first));
+    w.reference.erase(w.reference.begin());
+    w.q.RunOne();
+    ++runs;
+    ASSERT_EQ(w.ran.size(), runs);
+    ASSERT_EQ(w.ran.back(), std::get<2>(first)) << "event " << runs;
+    ASSERT_EQ(w.q.Now().time_since_epoch().count(), std::get<0>(first));
+  }
+  EXPECT_TRUE(w.reference.empty());
+  EXPECT_GT(runs, 4000u);
 }
 
 // ---- time and numbers ----

@@ -354,6 +354,28 @@ TEST(RequesterPipeline, PacketsOfAQpLeaveInPostingOrder) {
   EXPECT_LT(records[0].At(RequestStage::kFirstByteOnWire), records[1].At(RequestStage::kFirstByteOnWire));
 }
 
+// The NIC holds 64 descriptors and reads at most 16 WQEs at a time; 256 WQEs behind one doorbell
+// are fetched in bursts of 16 as WQEs retire, not one DMA read per retired WQE (which is what a
+// pipeline with nothing left to execute used to do when the hardware takes no time).
+TEST(WqeFetch, RefillsItsDescriptorsInBurstsWhileWqesAreInFlight) {
+  QpPairConfig c = Default();
+  c.fabric.profile = profiles::kFunctional;
+  QpPair pair(c);
+  auto src = pair.a().Register(64);
+  auto dst = pair.b().Register(64);
+  const NDK_SGE s = src->Sge(0, 64);
+  constexpr ULONG kWrites = 256;
+  for (ULONG i = 0; i < kWrites; ++i) {
+    const ULONG flags = NDK_OP_FLAG_INLINE | (i + 1 < kWrites ? NDK_OP_FLAG_DEFER | NDK_OP_FLAG_SILENT_SUCCESS : 0);
+    ASSERT_EQ(pair.a().Write(nullptr, {&s, 1}, dst->Address(), dst->RemoteToken(), flags), STATUS_SUCCESS);
+  }
+  ASSERT_EQ(pair.Collect(pair.a().initiator_cq, 1).size(), 1u);
+  const QpCounters q = *pair.a().node->CountersOf(pair.a().qp);
+  EXPECT_EQ(q.wqes_fetched, kWrites);
+  // Inline writes read no payload: every DMA read is a fetch of 16.
+  EXPECT_EQ(q.dma_reads, kWrites / 16);
+}
+
 TEST(WqeByMmio, ADoorbellForOneWqeCarriesItAndItIsNotFetched) {
   QpPair pair(Default());
   WriteOnce(pair, 8);

@@ -5,54 +5,102 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
+#include <new>
+#include <type_traits>
 
 namespace ndksim::hw {
 
-EventQueue::EventQueue() {
+EventQueue::EventQueue()
+    : calendar_(static_cast<Entry*>(std::calloc(kCalendarBuckets * kBucketEntries, sizeof(Entry)))) {
+  static_assert(std::is_trivially_copyable_v<Entry> && std::is_trivially_destructible_v<Entry>);
+  if (calendar_ == nullptr) throw std::bad_alloc();
   heap_.reserve(4096);
-  free_slots_.reserve(4096);
+}
+
+EventQueue::Entry EventQueue::PopBucket(std::size_t b) {
+  Bucket& bucket = buckets_[b];
+  const Entry e = BucketEntries(b)[bucket.head];
+  if (++bucket.head == bucket.size) {
+    bucket.head = 0;
+    bucket.size = 0;
+    occupied_[b / 64] &= ~(std::uint64_t{1} << (b % 64));
+  }
+  --calendar_entries_;
+  return e;
 }
 
 void EventQueue::SlotFifo::Grow() {
   std::vector<std::uint32_t> bigger(std::max<std::size_t>(64, ring_.size() * 2));
   for (std::size_t i = 0; i < size_; ++i) bigger[i] = ring_[(head_ + i) & (ring_.size() - 1)];
   ring_ = std::move(bigger);
+  mask_ = ring_.size() - 1;
   head_ = 0;
 }
 
-std::uint32_t EventQueue::TakeSlot() {
-  if (free_slots_.empty()) {
-    NDKSIM_CHECK(slots_ <= EventId::kNone - kChunkSlots, "more than 2^32 - 257 events pending");
-    chunks_.push_back(std::make_unique<Slot[]>(kChunkSlots));
-    // Handed out lowest first, as a growing slab would.
-    for (std::uint32_t i = kChunkSlots; i > 0; --i) free_slots_.push_back(slots_ + i - 1);
-    slots_ += kChunkSlots;
+void EventQueue::AddChunk() {
+  NDKSIM_CHECK(slots_ <= EventId::kNone - kChunkSlots, "more than 2^32 - 257 events pending");
+  chunks_.push_back(std::make_unique<Slot[]>(kChunkSlots));
+  // Handed out lowest first, as a growing slab would.
+  for (std::uint32_t i = kChunkSlots; i > 0; --i) {
+    const std::uint32_t slot = slots_ + i - 1;
+    SlotOf(slot).next_free = free_head_;
+    free_head_ = slot;
   }
-  const std::uint32_t slot = free_slots_.back();
-  free_slots_.pop_back();
-  return slot;
+  slots_ += kChunkSlots;
 }
 
-void EventQueue::FreeSlot(std::uint32_t slot) {
-  Slot& s = SlotOf(slot);
-  s.fn.Reset();
-  ++s.generation;
-  free_slots_.push_back(slot);
+void EventQueue::PushLater(TimePoint when, std::size_t priority, std::uint32_t slot) {
+  // Sequence numbers stay below 2^56 (years of simulation at billions of events per second).
+  const Entry e{when, (static_cast<std::uint64_t>(priority) << kPriorityShift) | next_sequence_++, slot};
+  const std::size_t b = BucketOf(when);
+  Bucket& bucket = buckets_[b];
+  if (when < CalendarEnd() && bucket.size < kBucketEntries) {
+    // Sorted insertion from the back: a new event is usually the latest of its bucket.
+    Entry* v = BucketEntries(b);
+    std::uint32_t i = bucket.size++;
+    for (; i > bucket.head && Later{}(v[i - 1], e); --i) v[i] = v[i - 1];
+    v[i] = e;
+    occupied_[b / 64] |= std::uint64_t{1} << (b % 64);
+    ++calendar_entries_;
+    return;
+  }
+  heap_.push_back(e);
+  std::push_heap(heap_.begin(), heap_.end(), Later{});
 }
 
-EventId EventQueue::Enqueue(TimePoint when, EventPriority priority, std::uint32_t slot) {
-  ++live_;
-  const auto p = static_cast<std::size_t>(priority);
-  if (when == now_) {
-    due_[p].Push(slot);
-    due_mask_ |= 1u << p;
-  } else {
-    // Sequence numbers stay below 2^56 (years of simulation at billions of events per second).
-    const std::uint64_t order = (static_cast<std::uint64_t>(p) << kPriorityShift) | next_sequence_++;
-    heap_.push_back(Entry{when, order, slot});
-    std::push_heap(heap_.begin(), heap_.end(), Later{});
+std::size_t EventQueue::FirstBucket() const {
+  if (calendar_entries_ == 0) return kCalendarBuckets;
+  const std::size_t from = BucketOf(now_);
+  // The word of `from`, from its bit on; then the following words, cyclically; then that word's
+  // bits before `from` (the last part of the lap).
+  std::size_t w = from / 64;
+  std::uint64_t bits = occupied_[w] & (~std::uint64_t{0} << (from % 64));
+  for (std::size_t k = 0; k <= kBitmapWords; ++k) {
+    if (bits != 0) return w * 64 + static_cast<std::size_t>(std::countr_zero(bits));
+    w = (w + 1) % kBitmapWords;
+    bits = occupied_[w];
   }
-  return EventId{slot, SlotOf(slot).generation};
+  return kCalendarBuckets;
+}
+
+const EventQueue::Entry* EventQueue::EarliestLater() const {
+  const std::size_t b = FirstBucket();
+  const Entry* c = b < kCalendarBuckets ? &BucketFront(b) : nullptr;
+  if (heap_.empty()) return c;
+  if (c == nullptr || Later{}(*c, heap_.front())) return &heap_.front();
+  return c;
+}
+
+EventQueue::Entry EventQueue::PopEarliestLater() {
+  const std::size_t b = FirstBucket();
+  if (b < kCalendarBuckets && (heap_.empty() || !Later{}(BucketFront(b), heap_.front()))) {
+    return PopBucket(b);
+  }
+  std::pop_heap(heap_.begin(), heap_.end(), Later{});
+  const Entry e = heap_.back();
+  heap_.pop_back();
+  return e;
 }
 
 bool EventQueue::Cancel(EventId id) {
@@ -66,10 +114,8 @@ bool EventQueue::Cancel(EventId id) {
 }
 
 void EventQueue::TakeDue() {
-  while (!heap_.empty() && heap_.front().when == now_) {
-    std::pop_heap(heap_.begin(), heap_.end(), Later{});
-    const Entry e = heap_.back();
-    heap_.pop_back();
+  for (const Entry* next = EarliestLater(); next != nullptr && next->when == now_; next = EarliestLater()) {
+    const Entry e = PopEarliestLater();
     if (!Live(e.slot)) {
       FreeSlot(e.slot);
       --cancelled_;
@@ -93,51 +139,37 @@ void EventQueue::DropCancelledFronts() {
     }
     if (fifo.Empty()) due_mask_ &= ~(1u << p);
   }
-  while (!heap_.empty() && !Live(heap_.front().slot)) {
-    std::pop_heap(heap_.begin(), heap_.end(), Later{});
-    FreeSlot(heap_.back().slot);
-    heap_.pop_back();
+  for (const Entry* next = EarliestLater(); next != nullptr && !Live(next->slot); next = EarliestLater()) {
+    FreeSlot(PopEarliestLater().slot);
     --cancelled_;
   }
 }
 
-void EventQueue::RunOne() {
+void EventQueue::RunEarliestLater() {
   NDKSIM_CHECK(live_ > 0, "RunOne on an empty event queue");
-  if (due_mask_ == 0) {
-    // The clock moves to the heap's earliest event, which is live (DropCancelledFronts) and the
-    // first of its instant: it runs now, and any others of the instant wait in the FIFOs after it.
+  // The clock moves to the earliest later event, which is live (DropCancelledFronts) and the
+  // first of its instant: it runs now, and any others of the instant wait in the FIFOs after it.
+  // Those are at the front of the same bucket (a bucket is one stretch of time) or of the heap.
+  const std::size_t b = FirstBucket();
+  Entry e;
+  if (b < kCalendarBuckets && (heap_.empty() || !Later{}(BucketFront(b), heap_.front()))) {
+    e = PopBucket(b);
+  } else {
     std::pop_heap(heap_.begin(), heap_.end(), Later{});
-    const Entry e = heap_.back();
+    e = heap_.back();
     heap_.pop_back();
-    now_ = e.when;
-    if (!heap_.empty() && heap_.front().when == now_) TakeDue();
-    RunSlot(e.slot);
-    return;
   }
-  const auto p = static_cast<std::size_t>(std::countr_zero(due_mask_));
-  SlotFifo& fifo = due_[p];
-  const std::uint32_t slot = fifo.Front();
-  fifo.PopFront();
-  if (fifo.Empty()) due_mask_ &= ~(1u << p);
-  RunSlot(slot);
-}
-
-void EventQueue::RunSlot(std::uint32_t slot) {
-  --live_;
-  ++events_run_;
-  // Run in place: events it schedules take other slots (this one is not free yet), and the chunks
-  // never move.
-  running_ = slot;
-  SlotOf(slot).fn();
-  running_ = EventId::kNone;
-  FreeSlot(slot);
-  if (cancelled_ != 0) DropCancelledFronts();
+  now_ = e.when;
+  const bool more_now = (b < kCalendarBuckets && buckets_[b].size != 0 && BucketFront(b).when == now_) ||
+                        (!heap_.empty() && heap_.front().when == now_);
+  if (more_now) TakeDue();
+  RunSlot(e.slot);
 }
 
 void EventQueue::AdvanceTo(TimePoint t) {
   NDKSIM_CHECK(t >= now_, "the clock moved back from {} ps to {} ps", now_, t);
   if (t == now_) return;
-  NDKSIM_CHECK(due_mask_ == 0 && (heap_.empty() || heap_.front().when >= t),
+  NDKSIM_CHECK(due_mask_ == 0 && (EarliestLater() == nullptr || EarliestLater()->when >= t),
                "the clock moved to {} ps past an event due at {} ps", t, NextTime());
   now_ = t;
   TakeDue();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
@@ -46,12 +47,17 @@ struct EventId {
   bool Valid() const { return slot != kNone; }
 };
 
-// Events due at the current instant wait in one FIFO per priority; later ones in a binary heap
-// ordered by (time, priority, insertion sequence). When the clock moves to the heap's earliest time,
-// every event of that instant moves to the FIFOs, in heap order; events scheduled for the instant
-// after that join the back of their FIFO, which is where their larger sequence number puts them.
-// So the order is the heap's order throughout, and the many events a pipeline schedules for "now"
-// cost a FIFO push and pop instead of a heap's logarithmic sift.
+// Events due at the current instant wait in one FIFO per priority. Later ones are ordered by
+// (time, priority, insertion sequence) in one of two tiers:
+//   - the calendar: events due within the next kCalendarBuckets buckets of 2^kBucketShift ps
+//     (about 4 us: a pipeline's DMA, wire and processing steps), each bucket a short sorted run,
+//     found through a bitmap of the buckets that hold any;
+//   - a binary heap for everything later (timers).
+// The earlier of the two fronts is the earliest event. When the clock moves to its time, every
+// event of that instant moves to the FIFOs in that order; events scheduled for the instant after
+// that join the back of their FIFO, which is where their larger sequence number puts them. So the
+// order is (time, priority, sequence) throughout, and the many events a pipeline schedules for
+// "now" cost a FIFO push and pop, the near future a short insertion, and only far timers a sift.
 //
 // A cancelled event stays where it is until it reaches the front, where it is dropped without
 // running and without moving the clock; Empty, Pending and NextTime count only live events.
@@ -66,9 +72,18 @@ class EventQueue {
   EventId Schedule(TimePoint when, EventPriority priority, F&& fn) {
     NDKSIM_CHECK(when >= now_, "an event scheduled at {} ps, before the clock's {} ps", when, now_);
     const std::uint32_t slot = TakeSlot();
-    SlotOf(slot).fn.Emplace(std::forward<F>(fn));
-    NDKSIM_CHECK(static_cast<bool>(SlotOf(slot).fn), "an event needs something to run");
-    return Enqueue(when, priority, slot);
+    Slot& s = SlotOf(slot);
+    s.fn.Emplace(std::forward<F>(fn));
+    NDKSIM_CHECK(static_cast<bool>(s.fn), "an event needs something to run");
+    ++live_;
+    const auto p = static_cast<std::size_t>(priority);
+    if (when == now_) {
+      due_[p].Push(slot);
+      due_mask_ |= 1u << p;
+    } else {
+      PushLater(when, p, slot);
+    }
+    return EventId{slot, s.generation};
   }
   template <typename F>
   EventId ScheduleAfter(Duration delay, EventPriority priority, F&& fn) {
@@ -80,9 +95,24 @@ class EventQueue {
 
   bool Empty() const { return live_ == 0; }
   // Time of the earliest live event; only meaningful when !Empty().
-  TimePoint NextTime() const { return due_mask_ != 0 ? now_ : heap_.front().when; }
+  TimePoint NextTime() const {
+    if (due_mask_ != 0) return now_;
+    const Entry* next = EarliestLater();
+    return next != nullptr ? next->when : now_;
+  }
   // Runs the earliest live event, moving the clock to its time first.
-  void RunOne();
+  void RunOne() {
+    if (due_mask_ == 0) {
+      RunEarliestLater();
+      return;
+    }
+    const auto p = static_cast<std::size_t>(std::countr_zero(due_mask_));
+    SlotFifo& fifo = due_[p];
+    const std::uint32_t slot = fifo.Front();
+    fifo.PopFront();
+    if (fifo.Empty()) due_mask_ &= ~(1u << p);
+    RunSlot(slot);
+  }
   // Moves the clock forward without running anything (time only moves forward, and not past a
   // live event).
   void AdvanceTo(TimePoint t);
@@ -115,26 +145,28 @@ class EventQueue {
     std::uint32_t Front() const { return ring_[head_]; }
     void Push(std::uint32_t slot) {
       if (size_ == ring_.size()) Grow();
-      ring_[(head_ + size_) & (ring_.size() - 1)] = slot;
+      ring_[(head_ + size_) & mask_] = slot;
       ++size_;
     }
     void PopFront() {
-      head_ = (head_ + 1) & (ring_.size() - 1);
+      head_ = (head_ + 1) & mask_;
       --size_;
     }
 
    private:
     void Grow();
     std::vector<std::uint32_t> ring_;  // a power of two long
+    std::size_t mask_ = 0;             // ring_.size() - 1, once it has a size
     std::size_t head_ = 0;
     std::size_t size_ = 0;
   };
 
   // One scheduled event's callback (empty: cancelled) and the slot's generation (bumped when the
-  // slot is freed, so that an old EventId names nothing).
+  // slot is freed, so that an old EventId names nothing); a free slot links to the next free one.
   struct Slot {
     EventCallback fn;
     std::uint32_t generation = 0;
+    std::uint32_t next_free = EventId::kNone;
   };
   // Slots live in chunks that never move (a callback runs in place while others are scheduled),
   // addressed by shift and mask.
@@ -144,10 +176,70 @@ class EventQueue {
   const Slot& SlotOf(std::uint32_t slot) const { return chunks_[slot >> kChunkShift][slot & (kChunkSlots - 1)]; }
   bool Live(std::uint32_t slot) const { return static_cast<bool>(SlotOf(slot).fn); }
   // Runs the event in `slot` in place, then frees the slot.
-  void RunSlot(std::uint32_t slot);
-  std::uint32_t TakeSlot();
-  EventId Enqueue(TimePoint when, EventPriority priority, std::uint32_t slot);
-  void FreeSlot(std::uint32_t slot);
+  void RunSlot(std::uint32_t slot) {
+    --live_;
+    ++events_run_;
+    // Run in place: events it schedules take other slots (this one is not free yet), and the
+    // chunks never move.
+    running_ = slot;
+    SlotOf(slot).fn();
+    running_ = EventId::kNone;
+    FreeSlot(slot);
+    if (cancelled_ != 0) DropCancelledFronts();
+  }
+  // The free slots form a stack (the most recently freed is handed out first, while its line is
+  // warm); a new chunk's slots go on it lowest first.
+  std::uint32_t TakeSlot() {
+    if (free_head_ == EventId::kNone) AddChunk();
+    const std::uint32_t slot = free_head_;
+    free_head_ = SlotOf(slot).next_free;
+    return slot;
+  }
+  void FreeSlot(std::uint32_t slot) {
+    Slot& s = SlotOf(slot);
+    s.fn.Reset();
+    ++s.generation;
+    s.next_free = free_head_;
+    free_head_ = slot;
+  }
+  void AddChunk();
+  // An event after now_: into the calendar or the heap.
+  void PushLater(TimePoint when, std::size_t priority, std::uint32_t slot);
+  // RunOne when nothing is due at now_: the clock moves to the earliest later event.
+  void RunEarliestLater();
+  // The earliest event after the FIFOs' (calendar or heap), or nullptr; and its removal.
+  const Entry* EarliestLater() const;
+  Entry PopEarliestLater();
+
+  // The calendar tier. Bucket b holds the events whose time t has (t >> kBucketShift) % kBuckets
+  // == b; every calendar event lies before CalendarEnd(), less than one lap of buckets after the
+  // bucket of now_, so each bucket holds one bucket-width of time and the first non-empty bucket
+  // from now_'s, cyclically, holds the earliest events.
+  static constexpr unsigned kBucketShift = 14;  // 16.384 ns
+  static constexpr std::size_t kCalendarBuckets = 256;
+  static constexpr std::size_t kBitmapWords = kCalendarBuckets / 64;
+  // A bucket's entries are kBucketEntries places of one calloc'd block (pages untouched until
+  // used), [head, size) of them sorted; an event that finds its bucket full goes to the heap,
+  // which keeps the order right (the earliest event is the earlier of the two fronts).
+  static constexpr std::uint32_t kBucketEntries = 8;
+  struct Bucket {
+    std::uint32_t head = 0;
+    std::uint32_t size = 0;
+  };
+  Entry* BucketEntries(std::size_t b) { return calendar_.get() + b * kBucketEntries; }
+  const Entry& BucketFront(std::size_t b) const { return calendar_[b * kBucketEntries + buckets_[b].head]; }
+  // Removes the front of bucket `b` (not empty).
+  Entry PopBucket(std::size_t b);
+  static std::size_t BucketOf(TimePoint t) {
+    return static_cast<std::size_t>(static_cast<std::uint64_t>(t.time_since_epoch().count()) >> kBucketShift) &
+           (kCalendarBuckets - 1);
+  }
+  TimePoint CalendarEnd() const {
+    const auto now = static_cast<std::uint64_t>(now_.time_since_epoch().count());
+    return TimePoint{Picoseconds(static_cast<std::int64_t>(((now >> kBucketShift) + kCalendarBuckets) << kBucketShift))};
+  }
+  // The first bucket holding events, from now_'s on; kCalendarBuckets if none.
+  std::size_t FirstBucket() const;
   // Moves the heap's events at now_ to the FIFOs (dropping cancelled ones).
   void TakeDue();
   // Drops cancelled events at the front of the FIFOs and the heap, so that every front is live.
@@ -159,13 +251,20 @@ class EventQueue {
   std::size_t live_ = 0;
   std::size_t cancelled_ = 0;  // cancelled events still queued
   std::uint32_t running_ = EventId::kNone;  // the slot whose event is running
-  std::vector<Entry> heap_;                 // events after now_
+  struct FreeBlock {
+    void operator()(Entry* p) const { std::free(p); }
+  };
+  std::unique_ptr<Entry[], FreeBlock> calendar_;         // the buckets' places
+  std::array<Bucket, kCalendarBuckets> buckets_;          // events after now_, near
+  std::array<std::uint64_t, kBitmapWords> occupied_{};  // bit b: bucket b is not empty
+  std::size_t calendar_entries_ = 0;
+  std::vector<Entry> heap_;                 // events after now_, far
   std::array<SlotFifo, kPriorities> due_;   // events at now_, by priority
   std::uint32_t due_mask_ = 0;              // bit p: due_[p] is not empty
-  // Slab of slots; free ones listed in free_slots_.
+  // Slab of slots; the free ones linked from free_head_.
   std::vector<std::unique_ptr<Slot[]>> chunks_;
   std::uint32_t slots_ = 0;  // slots made so far
-  std::vector<std::uint32_t> free_slots_;
+  std::uint32_t free_head_ = EventId::kNone;
 };
 
 // What a waiter registers to be resumed with: the waiting block's own handler, bound to the QP

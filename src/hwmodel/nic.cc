@@ -73,7 +73,6 @@ bool Nic::OwnsAddress(const NetworkAddress& a) const {
   return std::find(addresses_.begin(), addresses_.end(), a) != addresses_.end();
 }
 
-QpContext* Nic::FindQp(Qpn qpn) { return qps_.Find(qpn.value); }
 
 const QpCounters* Nic::FindQpCounters(Qpn qpn) const {
   const QpContext* qp = qps_.Find(qpn.value);

@@ -130,7 +130,7 @@ class Nic {
   const IdLayout& QpIds() const { return qps_.Layout(); }
   const IdLayout& CqIds() const { return cqs_.Layout(); }
   const IdLayout& SrqIds() const { return srqs_.Layout(); }
-  QpContext* FindQp(Qpn qpn);
+  QpContext* FindQp(Qpn qpn) { return qps_.Find(qpn.value); }
   CqContext* FindCq(CqNumber cq);
   SrqContext* FindSrq(SrqNumber srq);
   // Raises the limit event of `srq` if it is armed and fewer than its limit WQEs are queued.

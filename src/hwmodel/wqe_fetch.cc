@@ -44,10 +44,12 @@ void WqeFetch::Kick(QpContext& qp) {
   const std::uint32_t free_descriptors = qp.DescriptorSlots() - (f.tail - qp.completer.head);
   const std::uint32_t count = std::min({pending, free_descriptors, kMaxBurstWqes});
   if (count == 0) return;
-  // Fetch in bursts: while the QP still has fetched work, wait until a whole burst of descriptors
-  // is free rather than reading a WQE or two each time one retires.
-  const bool short_of_descriptors = count < kMaxBurstWqes && count < pending;
-  if (short_of_descriptors && qp.requester.next_exec != f.tail && qp.state == QpState::kReadyToSend) return;
+  // Fetch in bursts: while the QP still holds WQEs it has fetched (executing or awaiting their
+  // acknowledgement), wait until a burst of descriptors is free (a quarter of them, at most
+  // kMaxBurstWqes) rather than reading a WQE or two each time one retires.
+  const std::uint32_t burst = std::clamp<std::uint32_t>(qp.DescriptorSlots() / 4, 1, kMaxBurstWqes);
+  const bool short_of_descriptors = count < burst && count < pending;
+  if (short_of_descriptors && f.tail != qp.completer.head && qp.state == QpState::kReadyToSend) return;
   f.in_flight = true;
   const std::uint32_t first_block = f.fetched_blocks;
   // Real send queues pack WQEs of different sizes; this ring gives every WQE the same stride, so

@@ -54,7 +54,7 @@ void Engine::OnInboxReady(void* context, hw::DoorbellInbox& inbox) {
   engine->Wake();
 }
 
-void Engine::DrainDoorbells() {
+void Engine::DrainInboxes(bool stop_when_empty) {
   // Inboxes unwatched since the engine last idled are looked at once more (see Idle).
   if (!stopped_.empty()) RecheckStopped();
   // relaxed: a cheap look first; most events find no newly ready inbox.
@@ -66,10 +66,20 @@ void Engine::DrainDoorbells() {
     }
     SortWatchingByNode();
   }
+  if (watching_.empty()) return;
   stats_.inbox_visits += watching_.size();
+  std::size_t kept = 0;
   for (hw::DoorbellInbox* inbox : watching_) {
-    if (nics_[inbox->Node()]->DrainDoorbells() != 0) ++stats_.doorbell_drains;
+    if (nics_[inbox->Node()]->DrainDoorbells() != 0) {
+      ++stats_.doorbell_drains;
+      watching_[kept++] = inbox;  // a burst of posts tends to go on: looked at again next time
+    } else if (!stop_when_empty || inbox->StopWatching()) {
+      watching_[kept++] = inbox;
+    }
   }
+  // Stepped: the one thread that writes doorbells is this one, so an inbox that stopped being
+  // watched has nothing waiting that its next write will not report.
+  watching_.resize(kept);
 }
 
 bool Engine::StopWatching() {
@@ -122,7 +132,7 @@ std::uint64_t Engine::RunUntilIdle() {
   RequireStepped("Fabric::RunUntilIdle");
   std::uint64_t n = 0;
   for (;;) {
-    DrainDoorbells();
+    DrainDoorbells(/*stop_when_empty=*/true);
     if (events_.Empty() && StopWatchingStepped() && events_.Empty()) return n;
     if (events_.Empty()) continue;
     events_.RunOne();
@@ -135,7 +145,7 @@ std::uint64_t Engine::RunFor(Duration d) {
   const TimePoint end = events_.Now() + d;
   std::uint64_t n = 0;
   for (;;) {
-    DrainDoorbells();
+    DrainDoorbells(/*stop_when_empty=*/true);
     if (events_.Empty() || events_.NextTime() > end) break;
     events_.RunOne();
     ++n;
@@ -160,7 +170,7 @@ RunResult Engine::RunUntil(const std::function<bool()>& done, Duration limit) {
       StopWatchingStepped();
       return RunResult{RunStop::kDone};
     }
-    DrainDoorbells();
+    DrainDoorbells(/*stop_when_empty=*/true);
     if (events_.Empty()) return stop(RunStop::kIdle);
     if (events_.NextTime() > end) {
       events_.AdvanceTo(end);

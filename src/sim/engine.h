@@ -69,7 +69,15 @@ class Engine final : public hw::ControlSerializer {
   static void OnInboxReady(void* context, hw::DoorbellInbox& inbox);
   // Delivers the doorbells written so far into the inboxes the engine watches (and those that
   // asked to be watched), node by node in node order: the nodes without traffic are not touched.
-  void DrainDoorbells();
+  // `stop_when_empty` (stepped runs): an inbox found empty stops being watched at once, so that a
+  // run's events look only at inboxes that have just had doorbells; its next doorbell reports
+  // itself (the hook) before the next event runs.
+  void DrainDoorbells(bool stop_when_empty = false) {
+    // relaxed: a cheap look first (most events find nothing to do); DrainInboxes orders the rest.
+    if (watching_.empty() && stopped_.empty() && ready_.load(std::memory_order_relaxed) == nullptr) return;
+    DrainInboxes(stop_when_empty);
+  }
+  void DrainInboxes(bool stop_when_empty);
   // Stops watching every inbox that has no doorbell waiting; true if none had one. Inboxes it
   // stopped watching are looked at again by RecheckStopped.
   bool StopWatching();
