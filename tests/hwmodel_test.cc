@@ -239,6 +239,18 @@ TEST(Time, BitRateSerializationRoundsUpToPicoseconds) {
   EXPECT_EQ(BitRate{0}.TimeFor(1'000'000), Duration::zero());
 }
 
+// Sizes below 2 MiB divide in 64 bits, larger ones in 128: both give the rounded-up exact value.
+TEST(Time, BitRateSerializationIsExactOnBothSidesOfThe64BitRange) {
+  const BitRate r = GigabitsPerSecond(3);
+  for (const std::uint64_t bytes : {(std::uint64_t{1} << 21) - 1, std::uint64_t{1} << 21, std::uint64_t{1} << 40}) {
+    const Uint128 picobits = static_cast<Uint128>(bytes) * 8'000'000'000'000u;
+    const auto expected = static_cast<std::int64_t>((picobits + 3'000'000'000 - 1) / 3'000'000'000);
+    EXPECT_EQ(r.TimeFor(bytes), Picoseconds(expected)) << bytes << " B";
+  }
+  // A rate past the 64-bit range (8 Tb/s) takes the 128-bit way for any size.
+  EXPECT_EQ(GigabitsPerSecond(8000).TimeFor(1), Picoseconds(1));
+}
+
 TEST(Time, ClockDomainConvertsCycles) {
   EXPECT_EQ(ClockDomain(500).ToDuration(Cycles{3}), Nanoseconds(6));
 }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -186,6 +187,31 @@ TEST(PcieLinkDirection, CompletionsAndMmioShareTheDownstreamBandwidth) {
   rig.Run();
   // The completion, due at 503 ns, waits for the link and takes its 10.5 ns after the MMIO write.
   EXPECT_EQ(read_done, TimePoint{Picoseconds(558'500)});
+}
+
+// The timeline against a plain first-fit over every booking ever made (what is over can never be
+// in the way of traffic that is ready now or later), for a seeded mix of traffic ready now and
+// completions booked ahead, with the clock moving on.
+TEST(PcieLinkDirection, BooksTheEarliestGapLikeAPlainFirstFit) {
+  hw::LinkDirection link;
+  std::vector<std::pair<std::int64_t, std::int64_t>> all;  // [start, end) in ps, in time order
+  std::mt19937_64 rng(7);
+  std::int64_t now = 0;
+  for (int i = 0; i < 20000; ++i) {
+    now += static_cast<std::int64_t>(rng() % 3000);
+    const std::int64_t ready = now + (rng() % 2 == 0 ? 0 : static_cast<std::int64_t>(rng() % 600'000));
+    const std::int64_t length = 1 + static_cast<std::int64_t>(rng() % 20'000);
+    std::int64_t start = ready;
+    std::size_t at = 0;
+    for (; at < all.size(); ++at) {
+      if (all[at].second <= start) continue;
+      if (all[at].first >= start + length) break;
+      start = all[at].second;
+    }
+    all.insert(all.begin() + static_cast<std::ptrdiff_t>(at), {start, start + length});
+    const TimePoint end = link.Book(TimePoint{Picoseconds(now)}, TimePoint{Picoseconds(ready)}, Picoseconds(length));
+    ASSERT_EQ(end.time_since_epoch().count(), start + length) << "booking " << i;
+  }
 }
 
 TEST(PcieMmio, CountsWritesAndBytes) {

@@ -58,7 +58,13 @@ struct BitRate {
   // Time to move `bytes` at this rate, rounded up to a whole picosecond.
   constexpr Duration TimeFor(std::uint64_t bytes) const {
     if (bits_per_second <= 0) return Duration::zero();
-    // bytes * 8e12 / bps, split to stay inside 64 bits for messages up to several GiB.
+    // bytes * 8e12 / bps, rounded up: in 64 bits below 2 MiB and 4 Tb/s (every packet and DMA
+    // on any profile: 2^21 * 8e12 + 2^42 < 2^64), in 128 bits beyond.
+    constexpr std::uint64_t kPicobitsPerByte = 8'000'000'000'000u;
+    if (bytes < (std::uint64_t{1} << 21) && bits_per_second < (std::int64_t{1} << 42)) {
+      const auto bps = static_cast<std::uint64_t>(bits_per_second);
+      return Picoseconds(static_cast<std::int64_t>((bytes * kPicobitsPerByte + bps - 1) / bps));
+    }
     const auto bps = static_cast<Uint128>(bits_per_second);
     const Uint128 num = static_cast<Uint128>(bytes) * 8u * 1'000'000'000'000u;
     return Picoseconds(static_cast<std::int64_t>((num + bps - 1) / bps));

@@ -18,18 +18,6 @@ EventQueue::EventQueue()
   heap_.reserve(4096);
 }
 
-EventQueue::Entry EventQueue::PopBucket(std::size_t b) {
-  Bucket& bucket = buckets_[b];
-  const Entry e = BucketEntries(b)[bucket.head];
-  if (++bucket.head == bucket.size) {
-    bucket.head = 0;
-    bucket.size = 0;
-    occupied_[b / 64] &= ~(std::uint64_t{1} << (b % 64));
-  }
-  --calendar_entries_;
-  return e;
-}
-
 void EventQueue::SlotFifo::Grow() {
   std::vector<std::uint32_t> bigger(std::max<std::size_t>(64, ring_.size() * 2));
   for (std::size_t i = 0; i < size_; ++i) bigger[i] = ring_[(head_ + i) & (ring_.size() - 1)];
@@ -50,21 +38,7 @@ void EventQueue::AddChunk() {
   slots_ += kChunkSlots;
 }
 
-void EventQueue::PushLater(TimePoint when, std::size_t priority, std::uint32_t slot) {
-  // Sequence numbers stay below 2^56 (years of simulation at billions of events per second).
-  const Entry e{when, (static_cast<std::uint64_t>(priority) << kPriorityShift) | next_sequence_++, slot};
-  const std::size_t b = BucketOf(when);
-  Bucket& bucket = buckets_[b];
-  if (when < CalendarEnd() && bucket.size < kBucketEntries) {
-    // Sorted insertion from the back: a new event is usually the latest of its bucket.
-    Entry* v = BucketEntries(b);
-    std::uint32_t i = bucket.size++;
-    for (; i > bucket.head && Later{}(v[i - 1], e); --i) v[i] = v[i - 1];
-    v[i] = e;
-    occupied_[b / 64] |= std::uint64_t{1} << (b % 64);
-    ++calendar_entries_;
-    return;
-  }
+void EventQueue::PushHeap(const Entry& e) {
   heap_.push_back(e);
   std::push_heap(heap_.begin(), heap_.end(), Later{});
 }

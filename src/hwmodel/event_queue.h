@@ -204,7 +204,24 @@ class EventQueue {
   }
   void AddChunk();
   // An event after now_: into the calendar or the heap.
-  void PushLater(TimePoint when, std::size_t priority, std::uint32_t slot);
+  void PushLater(TimePoint when, std::size_t priority, std::uint32_t slot) {
+    // Sequence numbers stay below 2^56 (years of simulation at billions of events per second).
+    const Entry e{when, (static_cast<std::uint64_t>(priority) << kPriorityShift) | next_sequence_++, slot};
+    const std::size_t b = BucketOf(when);
+    Bucket& bucket = buckets_[b];
+    if (when >= CalendarEnd() || bucket.size == kBucketEntries) {
+      PushHeap(e);
+      return;
+    }
+    // Sorted insertion from the back: a new event is usually the latest of its bucket.
+    Entry* v = BucketEntries(b);
+    std::uint32_t i = bucket.size++;
+    for (; i > bucket.head && Later{}(v[i - 1], e); --i) v[i] = v[i - 1];
+    v[i] = e;
+    occupied_[b / 64] |= std::uint64_t{1} << (b % 64);
+    ++calendar_entries_;
+  }
+  void PushHeap(const Entry& e);
   // RunOne when nothing is due at now_: the clock moves to the earliest later event.
   void RunEarliestLater();
   // The earliest event after the FIFOs' (calendar or heap), or nullptr; and its removal.
@@ -229,7 +246,17 @@ class EventQueue {
   Entry* BucketEntries(std::size_t b) { return calendar_.get() + b * kBucketEntries; }
   const Entry& BucketFront(std::size_t b) const { return calendar_[b * kBucketEntries + buckets_[b].head]; }
   // Removes the front of bucket `b` (not empty).
-  Entry PopBucket(std::size_t b);
+  Entry PopBucket(std::size_t b) {
+    Bucket& bucket = buckets_[b];
+    const Entry e = BucketEntries(b)[bucket.head];
+    if (++bucket.head == bucket.size) {
+      bucket.head = 0;
+      bucket.size = 0;
+      occupied_[b / 64] &= ~(std::uint64_t{1} << (b % 64));
+    }
+    --calendar_entries_;
+    return e;
+  }
   static std::size_t BucketOf(TimePoint t) {
     return static_cast<std::size_t>(static_cast<std::uint64_t>(t.time_since_epoch().count()) >> kBucketShift) &
            (kCalendarBuckets - 1);

@@ -15,20 +15,31 @@ PcieLink::PcieLink(Nic& nic, EventQueue& events)
       read_waiters_(events, [this] { return ReadSlotAt(); }) {}
 
 TimePoint LinkDirection::Book(TimePoint now, TimePoint ready, Duration length) {
-  std::size_t over = 0;
-  while (over < busy_.size() && busy_[over].end <= now) ++over;
-  busy_.erase(busy_.begin(), busy_.begin() + static_cast<std::ptrdiff_t>(over));
+  while (head_ < busy_.size() && busy_[head_].end <= now) ++head_;
+  if (head_ == busy_.size()) {
+    // Nothing booked is still ahead: the transfer goes when it is ready.
+    busy_.clear();
+    head_ = 0;
+    if (length != Duration::zero()) busy_.push_back(Busy{ready, ready + length});
+    return ready + length;
+  }
+  if (head_ >= 32 && head_ * 2 >= busy_.size()) {
+    busy_.erase(busy_.begin(), busy_.begin() + static_cast<std::ptrdiff_t>(head_));
+    head_ = 0;
+  }
+  // The first transfer still going on at `ready`; the earlier ones are no obstacle.
+  const auto first = std::upper_bound(busy_.begin() + static_cast<std::ptrdiff_t>(head_), busy_.end(), ready,
+                                      [](TimePoint t, const Busy& b) { return t < b.end; });
+  auto at = static_cast<std::size_t>(first - busy_.begin());
   TimePoint start = ready;
-  std::size_t at = 0;
   for (; at < busy_.size(); ++at) {
-    if (busy_[at].end <= start) continue;
     if (busy_[at].start >= start + length) break;  // fits in the gap before this one
     start = busy_[at].end;
   }
   const TimePoint end = start + length;
   if (length == Duration::zero()) return end;
   // Insert, merging with a neighbour that it touches, so back-to-back traffic stays one entry.
-  if (at > 0 && busy_[at - 1].end == start) {
+  if (at > head_ && busy_[at - 1].end == start) {
     busy_[at - 1].end = end;
     if (at < busy_.size() && busy_[at].start == end) {
       busy_[at - 1].end = busy_[at].end;

@@ -29,7 +29,11 @@ class LinkDirection {
     TimePoint start;
     TimePoint end;
   };
-  std::vector<Busy> busy_;  // disjoint, in time order
+  // Disjoint, in time order (so their ends are in order too); the entries before head_ are over.
+  // Forgetting advances head_, and the vector is compacted when half of it is over, so each
+  // booking costs a binary search plus the gaps it does not fit in.
+  std::vector<Busy> busy_;
+  std::size_t head_ = 0;
 };
 
 // The writes of one QP that the NIC may hold back until something they need has arrived (a
