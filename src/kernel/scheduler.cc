@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+// Kernel threads as fibers, one at a time, in an order drawn from the seed.
+#include "scheduler.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "common/check.h"
+
+namespace ndksim::kernel {
+
+Scheduler::Scheduler(std::uint64_t seed, std::size_t stack_bytes)
+    : seed_(seed), rng_(seed), stack_bytes_(stack_bytes) {}
+
+// Threads that never ended (Run ended in a deadlock or a failure) are abandoned: their stacks go
+// with their fibers, and what was on them is not destroyed.
+Scheduler::~Scheduler() = default;
+
+Scheduler::ThreadId Scheduler::Create(std::string name, Body body) {
+  NDKSIM_CHECK(static_cast<bool>(body), "kernel thread '{}' has nothing to run", name);
+  const auto id = static_cast<ThreadId>(threads_.size());
+  NDKSIM_CHECK(id != kNone, "too many kernel threads");
+  auto t = std::make_unique<Thread>();
+  t->id = id;
+  t->name = std::move(name);
+  t->body = std::move(body);
+  t->scheduler = this;
+  t->fiber = std::make_unique<Fiber>(&Scheduler::ThreadMain, t.get(), stack_bytes_);
+  threads_.push_back(std::move(t));
+  runnable_.push_back(id);
+  return id;
+}
+
+std::uint32_t Scheduler::Choose(std::uint32_t n) {
+  NDKSIM_CHECK(n > 0, "a choice among nothing");
+  // Plain modulo of the engine's output: the same on every standard library, unlike the
+  // distributions, whose algorithms are the library's own.
+  return static_cast<std::uint32_t>(rng_() % n);
+}
+
+void Scheduler::Run() {
+  NDKSIM_CHECK(!running_ && !InThread(), "Scheduler::Run is not reentrant");
+  running_ = true;
+  home_ = std::make_unique<Fiber>(Fiber::ThisThread{});
+  for (;;) {
+    if (failure_) break;
+    if (runnable_.empty()) {
+      const bool all_ended = std::all_of(threads_.begin(), threads_.end(),
+                                         [](const std::unique_ptr<Thread>& t) { return t->state == State::kEnded; });
+      if (all_ended) break;
+      bool progress = false;
+      try {
+        progress = idle_ && idle_();
+      } catch (...) {
+        // The hook's failure (the simulation's) ends the run like a thread's.
+        failure_ = std::current_exception();
+        break;
+      }
+      if (progress || !runnable_.empty()) continue;
+      running_ = false;
+      home_.reset();
+      throw DeadlockError(DeadlockReport());
+    }
+    const std::uint32_t pick = runnable_.size() == 1 ? 0 : Choose(static_cast<std::uint32_t>(runnable_.size()));
+    const ThreadId id = runnable_[pick];
+    runnable_.erase(runnable_.begin() + pick);
+    Thread& t = *threads_[id];
+    t.state = State::kRunning;
+    current_ = id;
+    picks_.push_back(id);
+    ++switches_;
+    Fiber::Switch(*home_, *t.fiber);
+    current_ = kNone;
+    if (t.state == State::kEnded) t.fiber.reset();  // its stack is free now
+  }
+  running_ = false;
+  home_.reset();
+  if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
+}
+
+void Scheduler::ThreadMain(void* thread) {
+  auto& t = *static_cast<Thread*>(thread);
+  Scheduler& s = *t.scheduler;
+  try {
+    t.body();
+  } catch (...) {
+    if (!s.failure_) s.failure_ = std::current_exception();
+  }
+  t.body = nullptr;  // its captures go now, on this stack's watch
+  t.state = State::kEnded;
+  s.SwitchToScheduler(/*ended=*/true);
+}
+
+void Scheduler::SwitchToScheduler(bool ended) {
+  Thread& t = *threads_[current_];
+  Fiber::Switch(*t.fiber, *home_, ended);
+}
+
+void Scheduler::Block(std::string what) {
+  NDKSIM_CHECK(InThread(), "Block outside a kernel thread (waiting on '{}')", what);
+  Thread& t = *threads_[current_];
+  t.state = State::kBlocked;
+  t.waits_for = std::move(what);
+  SwitchToScheduler(/*ended=*/false);
+  t.waits_for.clear();
+}
+
+void Scheduler::Wake(ThreadId thread) {
+  NDKSIM_CHECK(thread < threads_.size(), "waking kernel thread {}, which does not exist", thread);
+  Thread& t = *threads_[thread];
+  if (t.state != State::kBlocked) return;
+  t.state = State::kRunnable;
+  runnable_.push_back(thread);
+}
+
+void Scheduler::Yield() {
+  NDKSIM_CHECK(InThread(), "Yield outside a kernel thread");
+  Thread& t = *threads_[current_];
+  t.state = State::kRunnable;
+  runnable_.push_back(current_);
+  SwitchToScheduler(/*ended=*/false);
+}
+
+const std::string& Scheduler::NameOf(ThreadId thread) const {
+  NDKSIM_CHECK(thread < threads_.size(), "kernel thread {} does not exist", thread);
+  return threads_[thread]->name;
+}
+
+std::string Scheduler::DeadlockReport() const {
+  std::string report = fmt::format("deadlock (seed {}): every kernel thread is blocked and nothing can wake one", seed_);
+  for (const auto& t : threads_) {
+    if (t->state != State::kBlocked) continue;
+    report += fmt::format("\n  thread {} '{}' waits for {}", t->id, t->name, t->waits_for);
+  }
+  return report;
+}
+
+}  // namespace ndksim::kernel

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: MIT
+// The kernel environment's scheduler: kernel threads (system threads, work items, the driver's
+// entry and unload) are fibers that run one at a time on the thread that calls Run. A thread runs
+// until it blocks (a wait that cannot be satisfied) or ends; then the scheduler picks the next
+// runnable one. Where Windows leaves the order open, the pick is a choice drawn from the seed, so
+// the same seed and the same calls give the same interleaving, and other seeds give others.
+// When no thread can run, the scheduler asks its idle hook to make progress (the simulation runs
+// until something wakes a thread); if the hook cannot, every thread is stuck and Run fails with a
+// report naming each waiter and what it waits for.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "fiber.h"
+
+namespace ndksim::kernel {
+
+// Run found every kernel thread blocked with nothing left that could wake one.
+class DeadlockError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Scheduler {
+ public:
+  using ThreadId = std::uint32_t;
+  using Body = std::function<void()>;
+  // Called when no thread can run. Returns true if it may have woken one (the scheduler looks
+  // again), false if nothing is left that could (a deadlock, unless every thread has ended).
+  using IdleHook = std::function<bool()>;
+
+  static constexpr std::size_t kDefaultStackBytes = 256 * 1024;
+
+  explicit Scheduler(std::uint64_t seed, std::size_t stack_bytes = kDefaultStackBytes);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  void SetIdleHook(IdleHook hook) { idle_ = std::move(hook); }
+
+  // A new kernel thread, runnable, that runs `body` when first picked. `name` appears in traces
+  // and deadlock reports. May be called from a kernel thread or before Run.
+  ThreadId Create(std::string name, Body body);
+  // Runs kernel threads until every one has ended. Throws DeadlockError (after the report) if
+  // they are all blocked and the idle hook cannot wake any; exceptions a thread's body throws end
+  // Run, rethrown here.
+  void Run();
+
+  // ---- for the services, on a kernel thread ----
+  // The running kernel thread, or nullptr outside one (in Run's own context: DPCs, callbacks).
+  ThreadId Current() const { return current_; }
+  bool InThread() const { return current_ != kNone; }
+  // Blocks the running thread; `what` says what it waits for (for deadlock reports). Returns when
+  // some call Wake()s it.
+  void Block(std::string what);
+  // Makes a blocked thread runnable again (from a kernel thread or from Run's own context).
+  void Wake(ThreadId thread);
+  // Lets the scheduler pick again among the runnable threads, the running one included (a
+  // preemption point).
+  void Yield();
+  // A draw from the seed in [0, n), for the services' own open choices (which waiter a
+  // synchronization event releases first, the order of queued work items).
+  std::uint32_t Choose(std::uint32_t n);
+
+  std::uint64_t Seed() const { return seed_; }
+  // Every pick of Run so far, in order: the interleaving, to print beside a failing seed.
+  const std::vector<ThreadId>& Picks() const { return picks_; }
+  const std::string& NameOf(ThreadId thread) const;
+  std::size_t Switches() const { return switches_; }
+
+  static constexpr ThreadId kNone = 0xFFFFFFFFu;
+
+ private:
+  enum class State : std::uint8_t { kRunnable, kRunning, kBlocked, kEnded };
+  struct Thread {
+    ThreadId id = 0;
+    std::string name;
+    Body body;
+    State state = State::kRunnable;
+    std::string waits_for;
+    std::unique_ptr<Fiber> fiber;
+    Scheduler* scheduler = nullptr;
+  };
+
+  static void ThreadMain(void* thread);
+  // Back to Run's context from the running thread.
+  void SwitchToScheduler(bool ended);
+  std::string DeadlockReport() const;
+
+  std::uint64_t seed_;
+  std::mt19937_64 rng_;
+  std::size_t stack_bytes_;
+  IdleHook idle_;
+  std::vector<std::unique_ptr<Thread>> threads_;
+  std::vector<ThreadId> runnable_;  // in the order they became runnable
+  ThreadId current_ = kNone;
+  std::unique_ptr<Fiber> home_;     // Run's own context
+  std::vector<ThreadId> picks_;
+  std::size_t switches_ = 0;
+  std::exception_ptr failure_;
+  bool running_ = false;
+};
+
+}  // namespace ndksim::kernel
