@@ -26,6 +26,7 @@
 #endif
 
 #ifdef NDKSIM_FIBER_ASAN
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 #ifdef NDKSIM_FIBER_TSAN
@@ -155,7 +156,14 @@ Fiber::~Fiber() {
 #ifdef NDKSIM_FIBER_TSAN
   if (owns_tsan_fiber_) __tsan_destroy_fiber(tsan_fiber_);
 #endif
-  if (stack_ != nullptr) munmap(stack_, mapping_bytes_);
+  if (stack_ == nullptr) return;
+#ifdef NDKSIM_FIBER_ASAN
+  // The frames still on the stack (a fiber never returns from its last switch, and an abandoned
+  // one from its wait) leave their redzones poisoned; a later mapping at the same address must
+  // not inherit them.
+  __asan_unpoison_memory_region(stack_bottom_, stack_size_);
+#endif
+  munmap(stack_, mapping_bytes_);
 }
 
 #if defined(__x86_64__)

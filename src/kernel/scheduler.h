@@ -56,6 +56,8 @@ class Scheduler {
   // The running kernel thread, or nullptr outside one (in Run's own context: DPCs, callbacks).
   ThreadId Current() const { return current_; }
   bool InThread() const { return current_ != kNone; }
+  // Some thread is runnable (the idle hook's question: may it stop making progress?).
+  bool HasRunnable() const { return !runnable_.empty(); }
   // Blocks the running thread; `what` says what it waits for (for deadlock reports). Returns when
   // some call Wake()s it.
   void Block(std::string what);

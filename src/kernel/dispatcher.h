@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+// Dispatcher objects and waits, as the Windows kernel defines them for events: a notification
+// event stays signaled until reset and releases every waiter; a synchronization event releases
+// one waiter and resets itself. A wait names one or more objects, for any or for all of them,
+// with an optional deadline in simulated time. A wait that cannot be satisfied blocks its kernel
+// thread (the scheduler runs another); a signal that satisfies it makes the thread runnable.
+//
+// Where Windows leaves the order open, the choice is the scheduler's seeded one: which of several
+// waiters a synchronization event releases.
+//
+// Waits keep their wait blocks on the waiting thread's stack, linked into each object's list, as
+// the Windows kernel's KWAIT_BLOCKs are; an object holds no memory of its own.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ndksim/time.h"
+#include "scheduler.h"
+
+namespace ndksim::kernel {
+
+struct WaitBlock;
+
+// The state every waitable object starts with (a DISPATCHER_HEADER's part that matters here).
+struct DispatcherObject {
+  enum class Kind : std::uint8_t { kNotificationEvent, kSynchronizationEvent };
+  Kind kind = Kind::kNotificationEvent;
+  std::int32_t signal_state = 0;
+  WaitBlock* first = nullptr;  // waiters, in the order they began to wait
+  WaitBlock* last = nullptr;
+};
+
+enum class WaitType : std::uint8_t { kAll, kAny };
+
+struct WaitOutcome {
+  bool timed_out = false;
+  std::uint32_t index = 0;  // kAny: the object that satisfied the wait; kAll: 0
+};
+
+class Dispatcher {
+ public:
+  // `now`: the simulated time (the fabric's clock).
+  Dispatcher(Scheduler& scheduler, std::function<TimePoint()> now);
+
+  static void InitializeEvent(DispatcherObject& event, DispatcherObject::Kind kind, bool signaled);
+  // KeSetEvent: signals the event, releasing what waits on it; returns the previous state.
+  std::int32_t SetEvent(DispatcherObject& event);
+  // KeResetEvent: returns the previous state; KeClearEvent is the same without it.
+  static std::int32_t ResetEvent(DispatcherObject& event);
+
+  // Waits on `objects` until the wait is satisfied or `deadline` passes (none: forever; a
+  // deadline at or before now: only looks). Only a kernel thread may block; outside one, a wait
+  // must be a look (a deadline at or before now).
+  WaitOutcome Wait(std::span<DispatcherObject* const> objects, WaitType type, std::optional<TimePoint> deadline);
+
+  // For the scheduler's idle hook: the earliest deadline of a blocked wait; and ending, as timed
+  // out, every blocked wait whose deadline is at or before `now` (true if one was).
+  std::optional<TimePoint> NextDeadline() const;
+  bool ExpireDue(TimePoint now);
+
+ private:
+  struct Waiter;
+  friend struct WaitBlock;
+
+  bool Satisfiable(const Waiter& w, std::uint32_t* index) const;
+  // Consumes what satisfying the wait takes (a synchronization event's signal).
+  static void Consume(Waiter& w, std::uint32_t index);
+  // Unlinks the waiter's blocks, records the outcome, makes its thread runnable.
+  void Release(Waiter& w, WaitOutcome outcome);
+  static void Link(WaitBlock& b);
+  static void Unlink(WaitBlock& b);
+
+  Scheduler& scheduler_;
+  std::function<TimePoint()> now_;
+  std::vector<Waiter*> timed_;  // blocked waits with a deadline
+};
+
+}  // namespace ndksim::kernel
