@@ -438,7 +438,10 @@ TEST_F(PostingRace, FlushWhileAnotherThreadPostsGivesEveryAcceptedPostExactlyOne
   StopPoster();
   EXPECT_FALSE(poster_.failed) << StatusString(poster_.failure);
   EXPECT_EQ(poster_.duplicate.load(), 0u);
-  EXPECT_GE(poster_.cancelled.load(), 2000u);
+  // The 2,000 posts counted after the flush returned were all made after it, but one: the poster
+  // counts a post when its call returns, so one call may have begun before the flush and, with
+  // nothing in flight, completed with success.
+  EXPECT_GE(poster_.cancelled.load(), 1999u);
   // Everything it took completed exactly once.
   EXPECT_EQ(poster_.completions.load(), poster_.accepted.load());
   std::vector<NDK_RESULT_EX> extra;
