@@ -5,7 +5,8 @@
 
 #include <cstring>
 
-#include "kernel/environment.h"
+#include "kernel/dispatcher.h"
+#include "ndksim/kernel/environment.h"
 #include "ndksim/harness.h"
 
 namespace ndksim::kernel {
@@ -16,7 +17,7 @@ using Kind = DispatcherObject::Kind;
 TEST(KernelEnvironment, AWaitWithATimeoutMovesTheFabricsClockToItsDeadline) {
   Fabric fabric;
   fabric.AddNode({"a", {"192.0.2.1"}});
-  Environment env(fabric, 1);
+  Environment env(fabric, EnvironmentConfig{.seed = 1});
   DispatcherObject never;
   Dispatcher::InitializeEvent(never, Kind::kNotificationEvent, false);
   const TimePoint start = fabric.Now();
@@ -37,7 +38,7 @@ TEST(KernelEnvironment, ACompletionCallbackReleasesTheThreadWaitingForIt) {
   auto src = pair.a().Register(64);
   auto dst = pair.b().Register(64);
   std::memset(src->Data(), 0x5A, 64);
-  Environment env(pair.fabric(), 2);
+  Environment env(pair.fabric(), EnvironmentConfig{.seed = 2});
   DispatcherObject completed;
   Dispatcher::InitializeEvent(completed, Kind::kSynchronizationEvent, false);
   pair.a().on_cq_notification = [&](NTSTATUS) { env.Objects().SetEvent(completed); };
@@ -63,7 +64,7 @@ TEST(KernelEnvironment, ACompletionCallbackReleasesTheThreadWaitingForIt) {
 TEST(KernelEnvironment, AThreadWaitingForAnEventNothingWillSetIsADeadlock) {
   Fabric fabric;
   fabric.AddNode({"a", {"192.0.2.1"}});
-  Environment env(fabric, 3);
+  Environment env(fabric, EnvironmentConfig{.seed = 3});
   DispatcherObject never;
   Dispatcher::InitializeEvent(never, Kind::kNotificationEvent, false);
   EXPECT_THROW(env.Run("waiter",

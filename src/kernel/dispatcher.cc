@@ -17,7 +17,18 @@ namespace {
 constexpr std::size_t kMaxWaitObjects = 64;
 
 const char* KindName(DispatcherObject::Kind kind) {
-  return kind == DispatcherObject::Kind::kNotificationEvent ? "notification event" : "synchronization event";
+  switch (kind) {
+    case DispatcherObject::Kind::kNotificationEvent: return "notification event";
+    case DispatcherObject::Kind::kSynchronizationEvent: return "synchronization event";
+    case DispatcherObject::Kind::kThread: return "thread";
+    case DispatcherObject::Kind::kNotificationTimer: return "notification timer";
+    case DispatcherObject::Kind::kSynchronizationTimer: return "synchronization timer";
+  }
+  return "object";
+}
+
+bool AutoResets(DispatcherObject::Kind kind) {
+  return kind == DispatcherObject::Kind::kSynchronizationEvent || kind == DispatcherObject::Kind::kSynchronizationTimer;
 }
 
 }  // namespace
@@ -93,7 +104,7 @@ bool Dispatcher::Satisfiable(const Waiter& w, std::uint32_t* index) const {
 
 void Dispatcher::Consume(Waiter& w, std::uint32_t index) {
   const auto take = [](DispatcherObject& o) {
-    if (o.kind == DispatcherObject::Kind::kSynchronizationEvent) o.signal_state = 0;
+    if (AutoResets(o.kind)) o.signal_state = 0;
   };
   if (w.type == WaitType::kAny) {
     take(*w.blocks[index].object);
@@ -118,7 +129,7 @@ std::int32_t Dispatcher::SetEvent(DispatcherObject& event) {
   // The waits this event may complete, in the order they began.
   std::vector<Waiter*> candidates;
   for (WaitBlock* b = event.first; b != nullptr; b = b->next) candidates.push_back(b->waiter);
-  if (event.kind == DispatcherObject::Kind::kSynchronizationEvent) {
+  if (AutoResets(event.kind)) {
     // One waiter takes the signal. Which one, among those it satisfies, Windows does not promise:
     // the scheduler's seeded choice.
     std::vector<Waiter*> ready;

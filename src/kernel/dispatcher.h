@@ -28,7 +28,16 @@ struct WaitBlock;
 
 // The state every waitable object starts with (a DISPATCHER_HEADER's part that matters here).
 struct DispatcherObject {
-  enum class Kind : std::uint8_t { kNotificationEvent, kSynchronizationEvent };
+  // The kernel's own type numbers (a DISPATCHER_HEADER's Type), so the C headers' objects are
+  // these: a notification object stays signaled and releases every waiter; a synchronization one
+  // releases one and resets itself.
+  enum class Kind : std::uint8_t {
+    kNotificationEvent = 0,
+    kSynchronizationEvent = 1,
+    kThread = 6,
+    kNotificationTimer = 8,
+    kSynchronizationTimer = 9,
+  };
   Kind kind = Kind::kNotificationEvent;
   std::int32_t signal_state = 0;
   WaitBlock* first = nullptr;  // waiters, in the order they began to wait
@@ -48,8 +57,10 @@ class Dispatcher {
   Dispatcher(Scheduler& scheduler, std::function<TimePoint()> now);
 
   static void InitializeEvent(DispatcherObject& event, DispatcherObject::Kind kind, bool signaled);
-  // KeSetEvent: signals the event, releasing what waits on it; returns the previous state.
+  // KeSetEvent: signals the object (an event, or a timer or thread as they end), releasing what
+  // waits on it; returns the previous state.
   std::int32_t SetEvent(DispatcherObject& event);
+  static bool HasWaiters(const DispatcherObject& object) { return object.first != nullptr; }
   // KeResetEvent: returns the previous state; KeClearEvent is the same without it.
   static std::int32_t ResetEvent(DispatcherObject& event);
 

@@ -1,35 +1,610 @@
 // SPDX-License-Identifier: MIT
-// Simulated time for kernel threads: the fabric runs only while every kernel thread is blocked.
-#include "environment.h"
-
-#include <optional>
+// The kernel environment: kernel threads over a fabric, simulated time, and the state the C
+// services keep (see kernel_state.h).
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <utility>
+
+#include <fmt/format.h>
+
+#include "common/check.h"
+#include "kernel_state.h"
 
 namespace ndksim::kernel {
 
-Environment::Environment(Fabric& fabric, std::uint64_t seed)
-    : fabric_(fabric), scheduler_(seed), dispatcher_(scheduler_, [this] { return fabric_.Now(); }) {
-  scheduler_.SetIdleHook([this] { return AdvanceTime(); });
+namespace {
+
+thread_local Environment::Impl* current_environment = nullptr;
+
+// Freed pool stays mapped (and poisoned) this long, so a use after free is caught, not silent.
+constexpr std::size_t kQuarantineBlocks = 4096;
+constexpr std::size_t kQuarantineBytes = 64u << 20;
+constexpr std::size_t kPoolAlignment = 64;
+constexpr unsigned char kFreedPattern = 0xDF;
+constexpr unsigned char kUninitializedPattern = 0xCD;
+
+}  // namespace
+
+Environment::Impl& CurrentEnvironment() {
+  if (current_environment == nullptr) throw std::logic_error("a kernel service was called with no kernel environment");
+  return *current_environment;
+}
+
+std::string Describe(const Site& site) {
+  if (site.file == nullptr) return "an unknown site (a call through a pointer)";
+  return fmt::format("{}:{} in {}", site.file, site.line, site.function != nullptr ? site.function : "?");
+}
+
+std::string TagName(ULONG tag) {
+  std::string name;
+  for (int i = 0; i < 4; ++i) {
+    const auto c = static_cast<char>((tag >> (8 * i)) & 0xFF);
+    name += (c >= 0x20 && c < 0x7F) ? c : '.';
+  }
+  return name;
+}
+
+// ---- construction ------------------------------------------------------------------------------
+
+Environment::Impl::Impl(Environment& owner, Fabric& f, const EnvironmentConfig& c)
+    : self(owner),
+      fabric(f),
+      config(c),
+      scheduler(c.seed, c.stack_bytes),
+      dispatcher(scheduler, [this] { return fabric.Now(); }) {
+  if (fabric.Running()) throw std::logic_error("the kernel environment needs a fabric in stepped mode");
+  home.name = "dpc";
+  scheduler.SetIdleHook([this] { return AdvanceTime(); });
+  previous = current_environment;
+  current_environment = this;
+}
+
+Environment::Impl::~Impl() {
+  // Adapters left open close now, while the services their callbacks call still work.
+  home.irql = PASSIVE_LEVEL;
+  failed = true;  // what runs from here on is teardown: nothing fails the run any more
+  for (const OpenAdapter& a : std::exchange(adapters, {})) a.node->CloseAdapter(a.adapter);
+  dpcs.clear();
+  timers.clear();
+  for (auto& [start, block] : pool) std::free(reinterpret_cast<void*>(start));
+  pool.clear();
+  current_environment = previous;
+}
+
+Context& Environment::Impl::Current() {
+  if (!scheduler.InThread()) return home;
+  return contexts[scheduler.Current()];
+}
+
+Scheduler::ThreadId Environment::Impl::StartKernelThread(std::string name, Node* machine, Driver* driver,
+                                                         std::function<void()> body, ThreadObject* object) {
+  const std::string label = name;
+  const Scheduler::ThreadId id = scheduler.Create(std::move(name), [this, body = std::move(body)] {
+    const Scheduler::ThreadId me = scheduler.Current();
+    try {
+      body();
+    } catch (const PsTerminated&) {
+      // PsTerminateSystemThread: the thread ends here.
+    }
+    Context& c = contexts[me];
+    if (c.irql != PASSIVE_LEVEL || !c.held.empty()) {
+      Fail("IRQL", fmt::format("kernel thread '{}' ended at IRQL {} holding {} spin lock(s)", c.name, c.irql, c.held.size()),
+           Site{});
+    }
+    if (c.object != nullptr) {
+      dispatcher.SetEvent(*reinterpret_cast<DispatcherObject*>(&c.object->header));
+      c.object->id = Scheduler::kNone;
+    }
+  });
+  Context& c = contexts[id];
+  c.machine = machine;
+  c.driver = driver;
+  c.name = label;
+  c.object = object;
+  if (object != nullptr) object->id = id;
+  return id;
+}
+
+// ---- the verifier --------------------------------------------------------------------------------
+
+Site Environment::Impl::TakeSite() { return std::exchange(site, Site{}); }
+
+void Environment::Impl::Fail(const std::string& check, const std::string& what, const Site& at) {
+  if (failed) return;
+  const Context& c = Current();
+  VerifierError error(check, fmt::format("driver verifier ({}): {}, at {}, on {} at IRQL {} (seed {})", check, what,
+                                         Describe(at), scheduler.InThread() ? "kernel thread '" + c.name + "'" : "the DPC context",
+                                         c.irql, config.seed));
+  if (scheduler.InThread()) {
+    failed = true;
+    throw error;
+  }
+  if (!pending_failure) pending_failure = std::move(error);
+}
+
+void Environment::Impl::ThrowPendingFailure() {
+  if (!pending_failure) return;
+  failed = true;
+  VerifierError error = std::move(*pending_failure);
+  pending_failure.reset();
+  throw error;
+}
+
+void Environment::Impl::RequireIrqlAtMost(KIRQL max, const char* service, const Site& at) {
+  const KIRQL irql = Current().irql;
+  if (irql > max) Fail("IRQL", fmt::format("{} called at IRQL {}; it requires IRQL <= {}", service, irql, max), at);
+}
+
+void Environment::Impl::RequireIrqlExactly(KIRQL irql, const char* service, const Site& at) {
+  const KIRQL now = Current().irql;
+  if (now != irql) Fail("IRQL", fmt::format("{} called at IRQL {}; it requires IRQL {}", service, now, irql), at);
+}
+
+void Environment::Impl::CheckLiveObject(const void* object, const char* service, const Site& at) {
+  std::uintptr_t start = 0;
+  const PoolBlock* b = FindBlock(object, &start);
+  if (b != nullptr && b->freed) {
+    Fail("USE_AFTER_FREE", fmt::format("{} on an object in pool (tag '{}') freed at {}", service, TagName(b->tag),
+                                       Describe(b->freed_at)),
+         at);
+  }
+}
+
+void Environment::Impl::CheckDriverLeftNothing(Driver& d) {
+  std::vector<std::string> left;
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> by_tag;
+  std::vector<std::string> pool_sites;
+  for (const auto& [start, b] : pool) {
+    if (b.freed || b.driver != &d) continue;
+    if (b.what == "pool") {
+      auto& [count, bytes] = by_tag[TagName(b.tag)];
+      ++count;
+      bytes += b.size;
+      if (pool_sites.size() < 8) pool_sites.push_back(Describe(b.site));
+    } else {
+      left.push_back(fmt::format("an {} allocated at {}", b.what, Describe(b.site)));
+    }
+  }
+  for (const auto& [tag, usage] : by_tag) {
+    left.push_back(fmt::format("pool tag '{}': {} allocation(s), {} bytes", tag, usage.first, usage.second));
+  }
+  if (!pool_sites.empty()) left.push_back(fmt::format("(pool allocated at {})", fmt::join(pool_sites, "; ")));
+  for (const Work& w : work) {
+    if (w.driver == &d) left.push_back("a queued work item");
+  }
+  for (const auto& [id, c] : contexts) {
+    if (c.driver == &d && c.object != nullptr && c.object->id != Scheduler::kNone) {
+      left.push_back(fmt::format("system thread '{}' still running", c.name));
+    }
+  }
+  for (PKTIMER t : timers) {
+    std::uintptr_t start = 0;
+    const PoolBlock* b = FindBlock(t, &start);
+    if (b == nullptr || b->driver == &d) left.push_back("a timer still set");
+  }
+  for (PKDPC p : dpcs) {
+    (void)p;
+    left.push_back("a DPC still queued");
+  }
+  for (PDEVICE_OBJECT dev = d.object.DeviceObject; dev != nullptr; dev = dev->NextDevice) {
+    left.push_back("a device not deleted (IoDeleteDevice)");
+  }
+  for (const auto& [reg, r] : wsk) {
+    if (r->driver == &d && !r->deregistered) left.push_back("a WSK registration not deregistered (WskDeregister)");
+  }
+  for (const OpenAdapter& a : adapters) {
+    if (a.driver == &d) left.push_back("an NDK adapter not closed (WskCloseNdkAdapter)");
+  }
+  if (left.empty()) return;
+  Fail("LEAK", fmt::format("driver '{}' unloaded leaving {}", d.name, fmt::join(left, ", ")), Site{});
+}
+
+// ---- IRQL and DPCs ---------------------------------------------------------------------------------
+
+void Environment::Impl::SetIrql(KIRQL irql) {
+  Context& c = Current();
+  const KIRQL before = c.irql;
+  c.irql = irql;
+  // Lowering below DISPATCH_LEVEL delivers the DPCs queued meanwhile, as the processor would.
+  if (before >= DISPATCH_LEVEL && irql < DISPATCH_LEVEL && !dpcs.empty()) {
+    RunDpcs();
+  }
+}
+
+void Environment::Impl::RunDpcs() {
+  Context& c = Current();
+  const KIRQL saved = c.irql;
+  Driver* const saved_driver = c.driver;
+  c.irql = DISPATCH_LEVEL;
+  while (!dpcs.empty()) {
+    // Which of several queued DPCs runs first is open on a multiprocessor: a seeded choice.
+    const std::size_t pick = dpcs.size() == 1 ? 0 : scheduler.Choose(static_cast<std::uint32_t>(dpcs.size()));
+    PKDPC dpc = dpcs[pick];
+    dpcs.erase(dpcs.begin() + static_cast<std::ptrdiff_t>(pick));
+    dpc->DpcData = nullptr;
+    c.driver = reinterpret_cast<Driver*>(dpc->ProcessorHistory);
+    dpc->DeferredRoutine(dpc, dpc->DeferredContext, dpc->SystemArgument1, dpc->SystemArgument2);
+    if (c.irql != DISPATCH_LEVEL || !c.held.empty()) {
+      Fail("IRQL", fmt::format("a DPC returned at IRQL {} holding {} spin lock(s)", c.irql, c.held.size()), Site{});
+      c.irql = DISPATCH_LEVEL;
+    }
+  }
+  c.irql = saved;
+  c.driver = saved_driver;
+}
+
+// ---- time ------------------------------------------------------------------------------------------
+
+ULONGLONG Environment::Impl::InterruptTime() const {
+  return static_cast<ULONGLONG>(fabric.Now().time_since_epoch().count() / 100'000);
+}
+
+TimePoint Environment::Impl::DeadlineOf(const LARGE_INTEGER& timeout) const {
+  const TimePoint now = fabric.Now();
+  if (timeout.QuadPart < 0) {
+    // Relative, in 100-ns units.
+    const auto units = static_cast<std::uint64_t>(-(timeout.QuadPart + 1)) + 1;
+    return now + Duration(static_cast<std::int64_t>(std::min<std::uint64_t>(units, INT64_MAX / 100'000) * 100'000));
+  }
+  const auto absolute = static_cast<ULONGLONG>(timeout.QuadPart);
+  if (absolute <= kSystemTimeEpoch) return TimePoint{};
+  const ULONGLONG since = std::min<ULONGLONG>(absolute - kSystemTimeEpoch, INT64_MAX / 100'000);
+  return TimePoint{} + Duration(static_cast<std::int64_t>(since * 100'000));
+}
+
+// ---- timers ----------------------------------------------------------------------------------------
+
+bool Environment::Impl::SetTimer(PKTIMER timer, LARGE_INTEGER due, LONG period_ms, PKDPC dpc, const Site& at) {
+  if (period_ms < 0) Fail("TIMER", fmt::format("KeSetTimerEx with a negative period ({} ms)", period_ms), at);
+  const bool was_set = CancelTimer(timer);
+  timer->Header.SignalState = 0;
+  const TimePoint when = std::max(DeadlineOf(due), fabric.Now());
+  timer->DueTime.QuadPart = static_cast<ULONGLONG>(when.time_since_epoch().count());
+  timer->Period = period_ms;
+  timer->Dpc = dpc;
+  if (dpc != nullptr && dpc->ProcessorHistory == 0) dpc->ProcessorHistory = reinterpret_cast<KAFFINITY>(Current().driver);
+  timers.push_back(timer);
+  return was_set;
+}
+
+bool Environment::Impl::CancelTimer(PKTIMER timer) {
+  const auto it = std::find(timers.begin(), timers.end(), timer);
+  if (it == timers.end()) return false;
+  timers.erase(it);
+  return true;
+}
+
+std::optional<TimePoint> Environment::Impl::NextTimerDue() const {
+  std::optional<TimePoint> next;
+  for (PKTIMER t : timers) {
+    const TimePoint due = TimePoint{} + Duration(static_cast<std::int64_t>(t->DueTime.QuadPart));
+    if (!next || due < *next) next = due;
+  }
+  return next;
+}
+
+bool Environment::Impl::ExpireTimers(TimePoint now) {
+  bool any = false;
+  // In due order (ties: in the order they were set), so the same seed gives the same run.
+  for (;;) {
+    PKTIMER first = nullptr;
+    for (PKTIMER t : timers) {
+      if (t->DueTime.QuadPart <= static_cast<ULONGLONG>(now.time_since_epoch().count()) &&
+          (first == nullptr || t->DueTime.QuadPart < first->DueTime.QuadPart)) {
+        first = t;
+      }
+    }
+    if (first == nullptr) return any;
+    any = true;
+    timers.erase(std::find(timers.begin(), timers.end(), first));
+    if (first->Period > 0) {
+      first->DueTime.QuadPart += static_cast<ULONGLONG>(first->Period) * 1'000'000'000ULL;
+      timers.push_back(first);
+    }
+    dispatcher.SetEvent(*reinterpret_cast<DispatcherObject*>(&first->Header));
+    if (first->Dpc != nullptr && first->Dpc->DpcData == nullptr) {
+      const ULONGLONG system_time = kSystemTimeEpoch + InterruptTime();
+      first->Dpc->SystemArgument1 = reinterpret_cast<PVOID>(static_cast<ULONG_PTR>(system_time & 0xFFFFFFFFu));
+      first->Dpc->SystemArgument2 = reinterpret_cast<PVOID>(static_cast<ULONG_PTR>(system_time >> 32));
+      first->Dpc->DpcData = first->Dpc;
+      dpcs.push_back(first->Dpc);
+    }
+  }
+}
+
+// ---- work items --------------------------------------------------------------------------------
+
+void Environment::Impl::QueueWork(Work w) {
+  work.push_back(w);
+  if (!idle_workers.empty()) {
+    const std::size_t pick =
+        idle_workers.size() == 1 ? 0 : scheduler.Choose(static_cast<std::uint32_t>(idle_workers.size()));
+    const Scheduler::ThreadId worker = idle_workers[pick];
+    idle_workers.erase(idle_workers.begin() + static_cast<std::ptrdiff_t>(pick));
+    scheduler.SetDaemon(worker, false);
+    scheduler.Wake(worker);
+    return;
+  }
+  if (workers >= config.max_worker_threads) return;  // a busy worker takes it when it is free
+  ++workers;
+  StartKernelThread(fmt::format("worker {}", workers), nullptr, nullptr, [this] { WorkerMain(scheduler.Current()); });
+}
+
+void Environment::Impl::WorkerMain(Scheduler::ThreadId self_id) {
+  Context& c = contexts[self_id];
+  for (;;) {
+    while (work.empty()) {
+      idle_workers.push_back(self_id);
+      scheduler.SetDaemon(self_id, true);
+      scheduler.Block("a work item (system worker thread)");
+    }
+    scheduler.SetDaemon(self_id, false);
+    const Work w = work.front();
+    work.pop_front();
+    c.driver = w.driver;
+    c.machine = w.machine;
+    if (w.io != nullptr) {
+      // The item may be queued again (or freed) from its own routine.
+      w.io->queued = false;
+      PDEVICE_OBJECT device = w.io->device;
+      if (w.routine != nullptr) {
+        w.routine(device, w.context);
+      } else {
+        w.routine_ex(device, w.context, reinterpret_cast<PIO_WORKITEM>(w.io));
+      }
+    } else {
+      w.ex->WorkerRoutine(w.ex->Parameter);
+    }
+    if (c.irql != PASSIVE_LEVEL || !c.held.empty()) {
+      Fail("IRQL", fmt::format("a work item returned at IRQL {} holding {} spin lock(s)", c.irql, c.held.size()), Site{});
+    }
+    c.driver = nullptr;
+    c.machine = nullptr;
+  }
+}
+
+// ---- pool ---------------------------------------------------------------------------------------
+
+PoolBlock* Environment::Impl::FindBlock(const void* p, std::uintptr_t* start) {
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  auto it = pool.upper_bound(address);
+  if (it == pool.begin()) return nullptr;
+  --it;
+  if (address >= it->first + std::max<std::size_t>(it->second.size, 1)) return nullptr;
+  *start = it->first;
+  return &it->second;
+}
+
+void* Environment::Impl::Allocate(std::size_t bytes, ULONG tag, bool zero, bool paged, const Site& at, std::string what) {
+  RequireIrqlAtMost(paged ? APC_LEVEL : DISPATCH_LEVEL, paged ? "allocating paged pool" : "allocating nonpaged pool", at);
+  if (tag == 0 && what == "pool") Fail("POOL", "pool allocated with tag 0 (BAD_POOL_CALLER)", at);
+  if (bytes > (std::size_t{1} << 40)) return nullptr;
+  // As on Windows, an allocation of a page or more starts on a page.
+  const std::size_t alignment = bytes >= PAGE_SIZE ? PAGE_SIZE : kPoolAlignment;
+  const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + alignment - 1) / alignment * alignment;
+  void* p = std::aligned_alloc(alignment, rounded);
+  if (p == nullptr) return nullptr;
+  std::memset(p, zero ? 0 : kUninitializedPattern, rounded);
+  PoolBlock b;
+  b.size = bytes;
+  b.tag = tag;
+  b.driver = Current().driver;
+  b.site = at;
+  b.what = std::move(what);
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  // The address may be a quarantined block's that was released to the system meanwhile.
+  pool[address] = b;
+  if (b.what == "pool") {
+    PoolTagUsage& u = tags[tag];
+    ++u.allocations;
+    u.bytes += bytes;
+    ++u.total_allocations;
+  }
+  return p;
+}
+
+void Environment::Impl::Free(void* p, std::optional<ULONG> tag, const Site& at, const char* service) {
+  RequireIrqlAtMost(DISPATCH_LEVEL, service, at);
+  if (p == nullptr) {
+    Fail("POOL", fmt::format("{}(NULL) (BAD_POOL_CALLER)", service), at);
+    return;
+  }
+  std::uintptr_t start = 0;
+  PoolBlock* b = FindBlock(p, &start);
+  if (b == nullptr || start != reinterpret_cast<std::uintptr_t>(p)) {
+    Fail("POOL", fmt::format("{} of {}, which pool did not return (BAD_POOL_CALLER)", service, p), at);
+    return;
+  }
+  if (b->freed) {
+    Fail("POOL", fmt::format("{} of {} a second time: first freed at {} (BAD_POOL_CALLER)", service, p,
+                             Describe(b->freed_at)),
+         at);
+    return;
+  }
+  if (tag && *tag != b->tag) {
+    Fail("POOL", fmt::format("{} with tag '{}' of an allocation tagged '{}' (BAD_POOL_CALLER)", service,
+                             TagName(*tag), TagName(b->tag)),
+         at);
+    return;
+  }
+  const std::uintptr_t end = start + b->size;
+  const auto inside = [&](const void* q) {
+    const auto a = reinterpret_cast<std::uintptr_t>(q);
+    return a >= start && a < end;
+  };
+  for (PKTIMER t : timers) {
+    if (inside(t)) Fail("POOL", "pool freed with a timer in it still set (TIMER_OR_DPC_INVALID)", at);
+  }
+  for (PKDPC d : dpcs) {
+    if (inside(d)) Fail("POOL", "pool freed with a DPC in it still queued (TIMER_OR_DPC_INVALID)", at);
+  }
+  if (b->what == "pool") {
+    PoolTagUsage& u = tags[b->tag];
+    --u.allocations;
+    u.bytes -= b->size;
+  }
+  b->freed = true;
+  b->freed_at = at;
+  std::memset(p, kFreedPattern, b->size);
+  quarantine.push_back(start);
+  quarantined_bytes += b->size;
+  while (quarantine.size() > kQuarantineBlocks || quarantined_bytes > kQuarantineBytes) {
+    const std::uintptr_t oldest = quarantine.front();
+    quarantine.pop_front();
+    const auto it = pool.find(oldest);
+    quarantined_bytes -= it->second.size;
+    pool.erase(it);
+    std::free(reinterpret_cast<void*>(oldest));
+  }
+}
+
+// ---- the idle hook: simulated time -------------------------------------------------------------
+
+bool Environment::Impl::AdvanceTime() {
+  home.irql = DISPATCH_LEVEL;
+  struct Restore {
+    Context& c;
+    ~Restore() { c.irql = PASSIVE_LEVEL; }
+  } restore{home};
+  const auto progress = [this] {
+    ThrowPendingFailure();
+    return scheduler.HasRunnable();
+  };
+  RunDpcs();
+  if (progress()) return true;
+  const auto next_deadline = [this]() -> std::optional<TimePoint> {
+    std::optional<TimePoint> d = dispatcher.NextDeadline();
+    const std::optional<TimePoint> t = NextTimerDue();
+    if (t && (!d || *t < *d)) d = t;
+    return d;
+  };
+  std::optional<TimePoint> deadline = next_deadline();
+  if (deadline && *deadline <= fabric.Now()) {
+    bool woke = dispatcher.ExpireDue(fabric.Now());
+    woke = ExpireTimers(fabric.Now()) || woke;
+    RunDpcs();
+    return progress() || woke;
+  }
+  // Run the simulation until a callback wakes a kernel thread or queues a DPC, up to the earliest
+  // deadline (with none, in steps of a simulated second, for as long as the simulation has work).
+  const Duration limit = deadline ? *deadline - fabric.Now() : Milliseconds(1000);
+  const RunResult r = fabric.RunUntil([this] { return scheduler.HasRunnable() || !dpcs.empty() || pending_failure; }, limit);
+  RunDpcs();
+  if (progress()) return true;
+  if (r.stop == RunStop::kDone) return true;
+  if (!deadline) return r.stop == RunStop::kTimeLimit;  // idle with nothing to wait for: a deadlock
+  if (fabric.Now() < *deadline) fabric.RunFor(*deadline - fabric.Now());
+  bool woke = dispatcher.ExpireDue(fabric.Now());
+  woke = ExpireTimers(fabric.Now()) || woke;
+  RunDpcs();
+  return progress() || woke;
+}
+
+// ---- Environment ----------------------------------------------------------------------------------
+
+Environment::Environment(Fabric& fabric, EnvironmentConfig config)
+    : impl_(std::make_unique<Impl>(*this, fabric, config)) {}
+
+Environment::~Environment() = default;
+
+_DRIVER_OBJECT* Environment::LoadDriver(Node& node, std::string name, DriverEntry entry) {
+  if (entry == nullptr) throw std::logic_error("LoadDriver: no DriverEntry");
+  auto d = std::make_unique<Driver>();
+  Driver* driver = d.get();
+  driver->name = name;
+  driver->node = &node;
+  driver->object.Type = 4;
+  driver->object.Size = sizeof(DRIVER_OBJECT);
+  driver->object.DriverInit = reinterpret_cast<PDRIVER_INITIALIZE>(entry);
+  const std::string path = "\\Registry\\Machine\\System\\CurrentControlSet\\Services\\" + name;
+  driver->registry_text.assign(path.begin(), path.end());
+  driver->registry_path.Buffer = reinterpret_cast<PWCH>(driver->registry_text.data());
+  driver->registry_path.Length = static_cast<USHORT>(driver->registry_text.size() * 2);
+  driver->registry_path.MaximumLength = driver->registry_path.Length;
+  impl_->drivers.push_back(std::move(d));
+  Impl& s = *impl_;
+  s.StartKernelThread(name + "!DriverEntry", &node, driver, [&s, driver, entry] {
+    driver->status = entry(&driver->object, reinterpret_cast<_UNICODE_STRING*>(&driver->registry_path));
+    // A driver whose entry failed is not loaded: it must have released everything already.
+    if (!NT_SUCCESS(driver->status)) s.CheckDriverLeftNothing(*driver);
+  });
+  return &driver->object;
+}
+
+std::int32_t Environment::DriverStatus(const _DRIVER_OBJECT* driver) const {
+  for (const auto& d : impl_->drivers) {
+    if (&d->object == driver) return d->status;
+  }
+  throw std::logic_error("DriverStatus: not a driver of this environment");
+}
+
+void Environment::UnloadDriver(_DRIVER_OBJECT* object) {
+  Driver* driver = nullptr;
+  for (const auto& d : impl_->drivers) {
+    if (&d->object == object) driver = d.get();
+  }
+  if (driver == nullptr) throw std::logic_error("UnloadDriver: not a driver of this environment");
+  if (!NT_SUCCESS(driver->status) || driver->status == STATUS_PENDING) {
+    throw std::logic_error(fmt::format("UnloadDriver: driver '{}' is not loaded", driver->name));
+  }
+  if (driver->object.DriverUnload == nullptr || driver->unload_queued) {
+    throw std::logic_error(fmt::format("UnloadDriver: driver '{}' has no DriverUnload or is unloading", driver->name));
+  }
+  driver->unload_queued = true;
+  Impl& s = *impl_;
+  s.StartKernelThread(driver->name + "!DriverUnload", driver->node, driver, [&s, driver] {
+    driver->object.DriverUnload(&driver->object);
+    driver->unloaded = true;
+    s.CheckDriverLeftNothing(*driver);
+  });
+}
+
+void Environment::StartThread(std::string name, std::function<void()> body, Node* node) {
+  impl_->StartKernelThread(std::move(name), node, nullptr, std::move(body));
+}
+
+void Environment::Run() { RunUntil([] { return false; }); }
+
+void Environment::RunUntil(const std::function<bool()>& done) {
+  if (impl_->failed) throw std::logic_error("the kernel environment already failed a check");
+  try {
+    impl_->scheduler.RunUntil(done);
+  } catch (const DeadlockError& e) {
+    throw DeadlockError(std::string(e.what()) + "\n  interleaving: " + Interleaving());
+  }
+  impl_->ThrowPendingFailure();
 }
 
 void Environment::Run(std::string name, std::function<void()> entry) {
-  scheduler_.Create(std::move(name), std::move(entry));
-  scheduler_.Run();
+  StartThread(std::move(name), std::move(entry));
+  Run();
 }
 
-bool Environment::AdvanceTime() {
-  const std::optional<TimePoint> deadline = dispatcher_.NextDeadline();
-  if (deadline && *deadline <= fabric_.Now()) return dispatcher_.ExpireDue(fabric_.Now());
-  // Run the simulation until a callback wakes a kernel thread, up to the earliest deadline (with
-  // none, in steps of a simulated second, for as long as the simulation has work).
-  const Duration limit = deadline ? *deadline - fabric_.Now() : Milliseconds(1000);
-  const RunResult r = fabric_.RunUntil([this] { return scheduler_.HasRunnable(); }, limit);
-  if (r.stop == RunStop::kDone) return true;
-  if (!deadline) return r.stop == RunStop::kTimeLimit;  // idle with nothing to wait for: a deadlock
-  // Nothing woke a thread before the deadline: the clock moves to it, and the waits due end.
-  if (fabric_.Now() < *deadline) fabric_.RunFor(*deadline - fabric_.Now());
-  const bool expired = dispatcher_.ExpireDue(fabric_.Now());
-  return expired || scheduler_.HasRunnable();
+std::uint32_t Environment::IfIndexOf(const Node& node) const { return 10 + node.Index(); }
+
+std::map<std::string, PoolTagUsage> Environment::PoolUsage() const {
+  std::map<std::string, PoolTagUsage> usage;
+  for (const auto& [tag, u] : impl_->tags) usage[TagName(tag)] = u;
+  return usage;
 }
+
+const std::vector<std::string>& Environment::DebugLog() const { return impl_->debug_log; }
+
+std::string Environment::Interleaving() const {
+  std::string text;
+  for (const Scheduler::ThreadId id : impl_->scheduler.Picks()) {
+    if (!text.empty()) text += ", ";
+    text += impl_->scheduler.NameOf(id);
+  }
+  return text;
+}
+
+std::uint64_t Environment::Seed() const { return impl_->config.seed; }
+TimePoint Environment::Now() const { return impl_->fabric.Now(); }
+Fabric& Environment::GetFabric() { return impl_->fabric; }
+Scheduler& Environment::Threads() { return impl_->scheduler; }
+Dispatcher& Environment::Objects() { return impl_->dispatcher; }
 
 }  // namespace ndksim::kernel

@@ -40,16 +40,34 @@ std::uint32_t Scheduler::Choose(std::uint32_t n) {
   return static_cast<std::uint32_t>(rng_() % n);
 }
 
-void Scheduler::Run() {
+void Scheduler::SetDaemon(ThreadId thread, bool daemon) {
+  NDKSIM_CHECK(thread < threads_.size(), "kernel thread {} does not exist", thread);
+  threads_[thread]->daemon = daemon;
+}
+
+bool Scheduler::AllEnded() const {
+  return std::all_of(threads_.begin(), threads_.end(),
+                     [](const std::unique_ptr<Thread>& t) { return t->daemon || t->state == State::kEnded; });
+}
+
+void Scheduler::Run() { RunUntil([] { return false; }); }
+
+void Scheduler::RunUntil(const std::function<bool()>& done) {
   NDKSIM_CHECK(!running_ && !InThread(), "Scheduler::Run is not reentrant");
   running_ = true;
   home_ = std::make_unique<Fiber>(Fiber::ThisThread{});
   for (;;) {
     if (failure_) break;
+    bool stop = false;
+    try {
+      stop = done();
+    } catch (...) {
+      failure_ = std::current_exception();
+      break;
+    }
+    if (stop) break;
     if (runnable_.empty()) {
-      const bool all_ended = std::all_of(threads_.begin(), threads_.end(),
-                                         [](const std::unique_ptr<Thread>& t) { return t->state == State::kEnded; });
-      if (all_ended) break;
+      if (AllEnded()) break;
       bool progress = false;
       try {
         progress = idle_ && idle_();
@@ -131,7 +149,7 @@ const std::string& Scheduler::NameOf(ThreadId thread) const {
 std::string Scheduler::DeadlockReport() const {
   std::string report = fmt::format("deadlock (seed {}): every kernel thread is blocked and nothing can wake one", seed_);
   for (const auto& t : threads_) {
-    if (t->state != State::kBlocked) continue;
+    if (t->state != State::kBlocked || t->daemon) continue;
     report += fmt::format("\n  thread {} '{}' waits for {}", t->id, t->name, t->waits_for);
   }
   return report;

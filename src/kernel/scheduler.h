@@ -18,14 +18,10 @@
 #include <vector>
 
 #include "fiber.h"
+#include "ndksim/kernel/environment.h"  // DeadlockError
 
 namespace ndksim::kernel {
 
-// Run found every kernel thread blocked with nothing left that could wake one.
-class DeadlockError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 class Scheduler {
  public:
@@ -47,10 +43,15 @@ class Scheduler {
   // A new kernel thread, runnable, that runs `body` when first picked. `name` appears in traces
   // and deadlock reports. May be called from a kernel thread or before Run.
   ThreadId Create(std::string name, Body body);
+  // A daemon thread does not keep Run going: Run ends when every other thread has ended, and a
+  // blocked daemon is no deadlock (a system worker thread waiting for work). Changeable any time.
+  void SetDaemon(ThreadId thread, bool daemon);
   // Runs kernel threads until every one has ended. Throws DeadlockError (after the report) if
   // they are all blocked and the idle hook cannot wake any; exceptions a thread's body throws end
   // Run, rethrown here.
   void Run();
+  // Runs until `done()` holds (asked before every pick), or as Run.
+  void RunUntil(const std::function<bool()>& done);
 
   // ---- for the services, on a kernel thread ----
   // The running kernel thread, or nullptr outside one (in Run's own context: DPCs, callbacks).
@@ -88,12 +89,14 @@ class Scheduler {
     std::string waits_for;
     std::unique_ptr<Fiber> fiber;
     Scheduler* scheduler = nullptr;
+    bool daemon = false;
   };
 
   static void ThreadMain(void* thread);
   // Back to Run's context from the running thread.
   void SwitchToScheduler(bool ended);
   std::string DeadlockReport() const;
+  bool AllEnded() const;
 
   std::uint64_t seed_;
   std::mt19937_64 rng_;

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+// The kernel environment: hosts Windows kernel-mode NDK consumers, written in C against the stand-in
+// WDK headers beside this one (wdm.h, ndis.h, wsk.h, wskndk.h, netioapi.h), on a fabric.
+//
+// Kernel threads (drivers' entry and unload routines, system threads, work items) run one at a time
+// on the thread that calls Run, as fibers, in an order drawn from the seed; DPCs, timer DPCs and the
+// provider's callbacks run at DISPATCH_LEVEL between them. Simulated time is the fabric's clock and
+// moves only when every kernel thread is blocked: the fabric then runs until something wakes one
+// (a completion's callback setting an event, a timer, a wait's deadline). The same seed and the same
+// calls give the same interleaving, bit for bit; a failing seed prints it. docs/kernel.md.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ndksim/fabric.h"
+#include "ndksim/time.h"
+
+struct _DRIVER_OBJECT;
+struct _UNICODE_STRING;
+
+namespace ndksim::kernel {
+
+class Scheduler;
+class Dispatcher;
+
+// Run found every kernel thread blocked with nothing left that could wake one. The message names
+// each waiter and what it waits for, the seed, and the interleaving that led there.
+class DeadlockError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A check Driver Verifier makes failed (a wait at DISPATCH_LEVEL, a spin lock released twice, pool
+// leaked at unload, ...), or the consumer asserted, bug-checked or corrupted a list. The message
+// names the check, the site (file:line in function) and the kernel thread, and the seed.
+class VerifierError : public std::runtime_error {
+ public:
+  VerifierError(std::string check, const std::string& message)
+      : std::runtime_error(message), check_(std::move(check)) {}
+  // The check's short name: "IRQL", "SPIN_LOCK", "POOL", "LEAK", "USE_AFTER_FREE", "ASSERT", ...
+  const std::string& Check() const { return check_; }
+
+ private:
+  std::string check_;
+};
+
+struct EnvironmentConfig {
+  std::uint64_t seed = 1;                  // every choice of the scheduler derives from it
+  std::size_t stack_bytes = 256 * 1024;    // each kernel thread's stack (plus a guard page)
+  std::uint32_t max_worker_threads = 16;   // system worker threads for work items
+  bool echo_debug_print = false;           // DbgPrint also to stderr, as it is logged
+};
+
+// Pool in use under one tag.
+struct PoolTagUsage {
+  std::uint64_t allocations = 0;  // outstanding
+  std::uint64_t bytes = 0;        // outstanding
+  std::uint64_t total_allocations = 0;
+  bool operator==(const PoolTagUsage&) const = default;
+};
+
+class Environment {
+ public:
+  // PDRIVER_INITIALIZE: NTSTATUS DriverEntry(PDRIVER_OBJECT, PUNICODE_STRING).
+  using DriverEntry = std::int32_t (*)(_DRIVER_OBJECT* driver, _UNICODE_STRING* registry_path);
+
+  // The fabric must be in stepped mode and outlive the environment.
+  Environment(Fabric& fabric, EnvironmentConfig config = {});
+  // Closes the NDK adapters consumers left open (their callbacks run), then ends every kernel
+  // thread still blocked without running it further.
+  ~Environment();
+  Environment(const Environment&) = delete;
+  Environment& operator=(const Environment&) = delete;
+
+  // Loads a driver on a node's machine: its DriverEntry runs as a kernel thread at PASSIVE_LEVEL
+  // the next time the environment runs. `name` names the driver in reports ("name!DriverEntry").
+  _DRIVER_OBJECT* LoadDriver(Node& node, std::string name, DriverEntry entry);
+  // DriverEntry's status, once it has returned (STATUS_PENDING (0x103) until then).
+  std::int32_t DriverStatus(const _DRIVER_OBJECT* driver) const;
+  // Queues the driver's DriverUnload as a kernel thread. When it returns, the verifier checks that
+  // the driver left nothing behind: pool (by tag), MDLs, work items, devices, system threads,
+  // timers, queued DPCs, WSK registrations and NDK adapters. Throws VerifierError from Run if it
+  // did not. Throws std::logic_error if the driver has no DriverUnload or did not load.
+  void UnloadDriver(_DRIVER_OBJECT* driver);
+  // A kernel thread of the test's own, on a node's machine (or none: no netio or WSK), at
+  // PASSIVE_LEVEL the next time the environment runs.
+  void StartThread(std::string name, std::function<void()> body, Node* node = nullptr);
+
+  // Runs kernel threads until every one has ended (system worker threads waiting for work do not
+  // count). Throws DeadlockError if they are all blocked with nothing that could wake one, and
+  // VerifierError when a check fails; exceptions a thread's body throws are rethrown here.
+  void Run();
+  // Runs until `done()` holds (checked each time the scheduler picks), or as Run.
+  void RunUntil(const std::function<bool()>& done);
+  // Starts `entry` as a kernel thread and runs until every thread has ended.
+  void Run(std::string name, std::function<void()> entry);
+
+  // The interface index of the node's RNIC (what WskOpenNdkAdapter takes) on its machine.
+  std::uint32_t IfIndexOf(const Node& node) const;
+  // Pool in use, by tag (the tag's four characters, as Windows prints them: 'Ndk1' -> "Ndk1").
+  std::map<std::string, PoolTagUsage> PoolUsage() const;
+  // Every DbgPrint/DbgPrintEx line so far: "[time ps] thread: text".
+  const std::vector<std::string>& DebugLog() const;
+  // The scheduler's picks so far, one kernel thread name per pick, comma-separated.
+  std::string Interleaving() const;
+  std::uint64_t Seed() const;
+  TimePoint Now() const;
+  Fabric& GetFabric();
+
+  // ---- for the simulator's own tests ----
+  Scheduler& Threads();
+  Dispatcher& Objects();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ndksim::kernel

@@ -1,0 +1,804 @@
+/* SPDX-License-Identifier: MIT */
+/* wdm.h - ndksim's stand-in for the WDK header of the same name: the kernel types and services NDK
+ * consumers use, implemented by ndksim's kernel environment (docs/kernel.md). Code written against
+ * the WDK compiles against it unmodified when it keeps to what is declared here; anything else is a
+ * compile or link error naming the missing service, never a silent stub.
+ *
+ * Kernel threads, waits, DPCs, timers and work items run under the environment's deterministic
+ * scheduler on simulated time. The services check what Driver Verifier checks (IRQL rules, spin
+ * lock use, pool tags, leaks at unload) and fail the run with the call's site: many service names
+ * are also function-like macros that record __FILE__/__LINE__/__func__ before the call, so taking a
+ * service's address still works and only the report's site is lost. */
+#ifndef NDKSIM_KERNEL_WDM_H_
+#define NDKSIM_KERNEL_WDM_H_
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ndksim/wdk_types.h"
+#include "sal.h"
+
+#ifndef NDKSIM_DEFINES_WDK_TYPES
+#error "the kernel environment defines the WDK base types itself: do not define NDKSIM_NO_WDK_TYPES with it"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- base types and conventions not in ndksim/wdk_types.h ------------------------------------- */
+#define IN
+#define OUT
+#define OPTIONAL
+#define CONST const
+#define NTAPI
+#define NTSYSAPI
+#define NTKERNELAPI
+#define FASTCALL
+#define DECLSPEC_NORETURN __attribute__((noreturn))
+#define DECLSPEC_ALIGN(x) __attribute__((aligned(x)))
+#define DECLSPEC_NOINLINE __attribute__((noinline))
+#define FORCEINLINE static inline __attribute__((always_inline, unused))
+#define UNREFERENCED_PARAMETER(P) ((void)(P))
+#define DBG_UNREFERENCED_PARAMETER(P) ((void)(P))
+#define DBG_UNREFERENCED_LOCAL_VARIABLE(V) ((void)(V))
+#define ANYSIZE_ARRAY 1
+#define C_ASSERT(e) static_assert((e), #e)
+#define FIELD_OFFSET(type, field) ((LONG)offsetof(type, field))
+#define RTL_FIELD_SIZE(type, field) (sizeof(((type *)0)->field))
+#define CONTAINING_RECORD(address, type, field) ((type *)((PUCHAR)(address) - offsetof(type, field)))
+#define RTL_NUMBER_OF(a) (sizeof(a) / sizeof((a)[0]))
+#define ARRAYSIZE(a) RTL_NUMBER_OF(a)
+#define ALIGN_DOWN_BY(length, alignment) ((ULONG_PTR)(length) & ~((ULONG_PTR)(alignment) - 1))
+#define ALIGN_UP_BY(length, alignment) (ALIGN_DOWN_BY(((ULONG_PTR)(length) + (alignment) - 1), alignment))
+#define ROUND_TO_PAGES(Size) (((ULONG_PTR)(Size) + PAGE_SIZE - 1) & ~((ULONG_PTR)PAGE_SIZE - 1))
+#define BYTES_TO_PAGES(Size) ((ULONG)(((ULONG_PTR)(Size) >> PAGE_SHIFT) + (((Size) & (PAGE_SIZE - 1)) != 0)))
+#ifndef NULL
+#define NULL ((void *)0)
+#endif
+#ifndef MAXLONG
+#define MAXLONG 0x7fffffff
+#endif
+#ifndef MAXUSHORT
+#define MAXUSHORT 0xffff
+#endif
+#ifndef MAXULONG_PTR
+#define MAXULONG_PTR (~(ULONG_PTR)0)
+#endif
+
+typedef signed char SCHAR, CCHAR;
+typedef CHAR *PCHAR, *PSTR, *PSZ;
+typedef const CHAR *PCSTR, *PCSZ, *PCCH;
+typedef int16_t SHORT, *PSHORT;
+typedef int INT, *PINT;
+typedef unsigned int UINT, *PUINT;
+typedef int8_t INT8;
+typedef uint8_t UINT8, *PUINT8;
+typedef int16_t INT16;
+typedef uint16_t UINT16;
+typedef int32_t INT32, *PINT32;
+typedef uint32_t *PUINT32;
+typedef int64_t INT64, LONGLONG, *PLONGLONG, *PLONG64;
+typedef uint64_t ULONGLONG, *PULONGLONG, *PULONG64, *PUINT64;
+typedef ULONG_PTR *PULONG_PTR, *PSIZE_T;
+typedef KAFFINITY *PKAFFINITY;
+typedef LONG_PTR SSIZE_T;
+typedef BOOLEAN *PBOOLEAN;
+typedef ULONG LOGICAL, *PLOGICAL;
+typedef PVOID HANDLE, *PHANDLE;
+typedef ULONG ACCESS_MASK, *PACCESS_MASK;
+typedef CCHAR KPROCESSOR_MODE;
+typedef LONG KPRIORITY;
+typedef NTSTATUS *PNTSTATUS;
+/* WDK wide characters are 16-bit; the kernel target compiles C with -fshort-wchar so L"..." agrees. */
+typedef uint16_t WCHAR, *PWCHAR, *PWCH, *PWSTR;
+typedef const uint16_t *PCWCH, *PCWSTR;
+typedef union _ULARGE_INTEGER {
+    __extension__ struct {
+        ULONG LowPart;
+        ULONG HighPart;
+    };
+    struct {
+        ULONG LowPart;
+        ULONG HighPart;
+    } u;
+    ULONGLONG QuadPart;
+} ULARGE_INTEGER, *PULARGE_INTEGER;
+
+/* ---- status values the services return (ntstatus.h numbering) ------------------------------- */
+#ifndef STATUS_SUCCESS
+#define STATUS_SUCCESS ((NTSTATUS)0x00000000L)
+#endif
+#ifndef STATUS_WAIT_0
+#define STATUS_WAIT_0 ((NTSTATUS)0x00000000L)
+#endif
+#ifndef STATUS_WAIT_63
+#define STATUS_WAIT_63 ((NTSTATUS)0x0000003FL)
+#endif
+#ifndef STATUS_ABANDONED_WAIT_0
+#define STATUS_ABANDONED_WAIT_0 ((NTSTATUS)0x00000080L)
+#endif
+#ifndef STATUS_USER_APC
+#define STATUS_USER_APC ((NTSTATUS)0x000000C0L)
+#endif
+#ifndef STATUS_ALERTED
+#define STATUS_ALERTED ((NTSTATUS)0x00000101L)
+#endif
+#ifndef STATUS_TIMEOUT
+#define STATUS_TIMEOUT ((NTSTATUS)0x00000102L)
+#endif
+#ifndef STATUS_PENDING
+#define STATUS_PENDING ((NTSTATUS)0x00000103L)
+#endif
+#ifndef STATUS_BUFFER_OVERFLOW
+#define STATUS_BUFFER_OVERFLOW ((NTSTATUS)0x80000005L)
+#endif
+#ifndef STATUS_NO_MORE_ENTRIES
+#define STATUS_NO_MORE_ENTRIES ((NTSTATUS)0x8000001AL)
+#endif
+#ifndef STATUS_UNSUCCESSFUL
+#define STATUS_UNSUCCESSFUL ((NTSTATUS)0xC0000001L)
+#endif
+#ifndef STATUS_NOT_IMPLEMENTED
+#define STATUS_NOT_IMPLEMENTED ((NTSTATUS)0xC0000002L)
+#endif
+#ifndef STATUS_INVALID_HANDLE
+#define STATUS_INVALID_HANDLE ((NTSTATUS)0xC0000008L)
+#endif
+#ifndef STATUS_INVALID_PARAMETER
+#define STATUS_INVALID_PARAMETER ((NTSTATUS)0xC000000DL)
+#endif
+#ifndef STATUS_NO_MEMORY
+#define STATUS_NO_MEMORY ((NTSTATUS)0xC0000017L)
+#endif
+#ifndef STATUS_ACCESS_DENIED
+#define STATUS_ACCESS_DENIED ((NTSTATUS)0xC0000022L)
+#endif
+#ifndef STATUS_BUFFER_TOO_SMALL
+#define STATUS_BUFFER_TOO_SMALL ((NTSTATUS)0xC0000023L)
+#endif
+#ifndef STATUS_OBJECT_TYPE_MISMATCH
+#define STATUS_OBJECT_TYPE_MISMATCH ((NTSTATUS)0xC0000024L)
+#endif
+#ifndef STATUS_OBJECT_NAME_COLLISION
+#define STATUS_OBJECT_NAME_COLLISION ((NTSTATUS)0xC0000035L)
+#endif
+#ifndef STATUS_DELETE_PENDING
+#define STATUS_DELETE_PENDING ((NTSTATUS)0xC0000056L)
+#endif
+#ifndef STATUS_INSUFFICIENT_RESOURCES
+#define STATUS_INSUFFICIENT_RESOURCES ((NTSTATUS)0xC000009AL)
+#endif
+#ifndef STATUS_NOT_SUPPORTED
+#define STATUS_NOT_SUPPORTED ((NTSTATUS)0xC00000BBL)
+#endif
+#ifndef STATUS_CANCELLED
+#define STATUS_CANCELLED ((NTSTATUS)0xC0000120L)
+#endif
+#ifndef STATUS_INVALID_DEVICE_STATE
+#define STATUS_INVALID_DEVICE_STATE ((NTSTATUS)0xC0000184L)
+#endif
+#ifndef STATUS_NOT_FOUND
+#define STATUS_NOT_FOUND ((NTSTATUS)0xC0000225L)
+#endif
+
+/* ---- where a call was made, for verifier reports ---------------------------------------------- */
+/* Records the caller's site for the next service call (the macros below call it). */
+VOID NdksimSetSite(PCSTR File, ULONG Line, PCSTR Function);
+#define NDKSIM_AT(call) (NdksimSetSite(__FILE__, __LINE__, __func__), call)
+
+/* ---- IRQL ---------------------------------------------------------------------------------- */
+typedef UCHAR KIRQL, *PKIRQL;
+#define PASSIVE_LEVEL 0
+#define LOW_LEVEL 0
+#define APC_LEVEL 1
+#define DISPATCH_LEVEL 2
+#define CMCI_LEVEL 5
+#define CLOCK_LEVEL 13
+#define HIGH_LEVEL 15
+
+KIRQL KeGetCurrentIrql(VOID);
+VOID KeRaiseIrql(KIRQL NewIrql, PKIRQL OldIrql);
+VOID KeLowerIrql(KIRQL NewIrql);
+KIRQL KeRaiseIrqlToDpcLevel(VOID);
+#define KeRaiseIrql(NewIrql, OldIrql) NDKSIM_AT(KeRaiseIrql((NewIrql), (OldIrql)))
+#define KeLowerIrql(NewIrql) NDKSIM_AT(KeLowerIrql(NewIrql))
+
+/* Fails the run (Driver Verifier's IRQL check) if the caller runs above APC_LEVEL. */
+VOID NdksimPagedCode(VOID);
+#define PAGED_CODE() NDKSIM_AT(NdksimPagedCode())
+#define PAGED_CODE_LOCKED() ((void)0)
+
+/* ---- lists --------------------------------------------------------------------------------- */
+typedef struct _LIST_ENTRY {
+    struct _LIST_ENTRY *Flink;
+    struct _LIST_ENTRY *Blink;
+} LIST_ENTRY, *PLIST_ENTRY, *PRLIST_ENTRY;
+
+typedef struct _SINGLE_LIST_ENTRY {
+    struct _SINGLE_LIST_ENTRY *Next;
+} SINGLE_LIST_ENTRY, *PSINGLE_LIST_ENTRY;
+
+/* A corrupt list link: the kernel's fail-fast (KERNEL_SECURITY_CHECK_FAILURE, 0x139). */
+DECLSPEC_NORETURN VOID NdksimFatalListEntryError(PVOID P1, PVOID P2, PVOID P3);
+
+FORCEINLINE VOID InitializeListHead(PLIST_ENTRY ListHead) { ListHead->Flink = ListHead->Blink = ListHead; }
+FORCEINLINE BOOLEAN IsListEmpty(const LIST_ENTRY *ListHead) { return (BOOLEAN)(ListHead->Flink == ListHead); }
+FORCEINLINE BOOLEAN RemoveEntryList(PLIST_ENTRY Entry) {
+    PLIST_ENTRY Flink = Entry->Flink;
+    PLIST_ENTRY Blink = Entry->Blink;
+    if (Flink->Blink != Entry || Blink->Flink != Entry) NdksimFatalListEntryError(Blink, Entry, Flink);
+    Blink->Flink = Flink;
+    Flink->Blink = Blink;
+    return (BOOLEAN)(Flink == Blink);
+}
+FORCEINLINE PLIST_ENTRY RemoveHeadList(PLIST_ENTRY ListHead) {
+    PLIST_ENTRY Entry = ListHead->Flink;
+    PLIST_ENTRY Flink = Entry->Flink;
+    if (Entry->Blink != ListHead || Flink->Blink != Entry) NdksimFatalListEntryError(ListHead, Entry, Flink);
+    ListHead->Flink = Flink;
+    Flink->Blink = ListHead;
+    return Entry;
+}
+FORCEINLINE PLIST_ENTRY RemoveTailList(PLIST_ENTRY ListHead) {
+    PLIST_ENTRY Entry = ListHead->Blink;
+    PLIST_ENTRY Blink = Entry->Blink;
+    if (Entry->Flink != ListHead || Blink->Flink != Entry) NdksimFatalListEntryError(Blink, Entry, ListHead);
+    ListHead->Blink = Blink;
+    Blink->Flink = ListHead;
+    return Entry;
+}
+FORCEINLINE VOID InsertTailList(PLIST_ENTRY ListHead, PLIST_ENTRY Entry) {
+    PLIST_ENTRY Blink = ListHead->Blink;
+    if (Blink->Flink != ListHead) NdksimFatalListEntryError(Blink, ListHead, Blink->Flink);
+    Entry->Flink = ListHead;
+    Entry->Blink = Blink;
+    Blink->Flink = Entry;
+    ListHead->Blink = Entry;
+}
+FORCEINLINE VOID InsertHeadList(PLIST_ENTRY ListHead, PLIST_ENTRY Entry) {
+    PLIST_ENTRY Flink = ListHead->Flink;
+    if (Flink->Blink != ListHead) NdksimFatalListEntryError(ListHead, Flink, Flink->Blink);
+    Entry->Flink = Flink;
+    Entry->Blink = ListHead;
+    Flink->Blink = Entry;
+    ListHead->Flink = Entry;
+}
+FORCEINLINE VOID AppendTailList(PLIST_ENTRY ListHead, PLIST_ENTRY ListToAppend) {
+    PLIST_ENTRY ListEnd = ListHead->Blink;
+    ListHead->Blink->Flink = ListToAppend;
+    ListHead->Blink = ListToAppend->Blink;
+    ListToAppend->Blink->Flink = ListHead;
+    ListToAppend->Blink = ListEnd;
+}
+FORCEINLINE VOID PushEntryList(PSINGLE_LIST_ENTRY ListHead, PSINGLE_LIST_ENTRY Entry) {
+    Entry->Next = ListHead->Next;
+    ListHead->Next = Entry;
+}
+FORCEINLINE PSINGLE_LIST_ENTRY PopEntryList(PSINGLE_LIST_ENTRY ListHead) {
+    PSINGLE_LIST_ENTRY First = ListHead->Next;
+    if (First != NULL) ListHead->Next = First->Next;
+    return First;
+}
+
+/* ---- interlocked operations (full barriers, as on Windows) ------------------------------------ */
+#define NDKSIM_SEQ __ATOMIC_SEQ_CST
+FORCEINLINE LONG InterlockedIncrement(LONG volatile *Addend) { return __atomic_add_fetch(Addend, 1, NDKSIM_SEQ); }
+FORCEINLINE LONG InterlockedDecrement(LONG volatile *Addend) { return __atomic_sub_fetch(Addend, 1, NDKSIM_SEQ); }
+FORCEINLINE LONG InterlockedExchange(LONG volatile *Target, LONG Value) { return __atomic_exchange_n(Target, Value, NDKSIM_SEQ); }
+FORCEINLINE LONG InterlockedExchangeAdd(LONG volatile *Addend, LONG Value) { return __atomic_fetch_add(Addend, Value, NDKSIM_SEQ); }
+FORCEINLINE LONG InterlockedAdd(LONG volatile *Addend, LONG Value) { return __atomic_add_fetch(Addend, Value, NDKSIM_SEQ); }
+FORCEINLINE LONG InterlockedOr(LONG volatile *Destination, LONG Value) { return __atomic_fetch_or(Destination, Value, NDKSIM_SEQ); }
+FORCEINLINE LONG InterlockedAnd(LONG volatile *Destination, LONG Value) { return __atomic_fetch_and(Destination, Value, NDKSIM_SEQ); }
+FORCEINLINE LONG InterlockedXor(LONG volatile *Destination, LONG Value) { return __atomic_fetch_xor(Destination, Value, NDKSIM_SEQ); }
+FORCEINLINE LONG InterlockedCompareExchange(LONG volatile *Destination, LONG Exchange, LONG Comparand) {
+    __atomic_compare_exchange_n(Destination, &Comparand, Exchange, 0, NDKSIM_SEQ, NDKSIM_SEQ);
+    return Comparand;
+}
+FORCEINLINE LONG64 InterlockedIncrement64(LONG64 volatile *Addend) { return __atomic_add_fetch(Addend, 1, NDKSIM_SEQ); }
+FORCEINLINE LONG64 InterlockedDecrement64(LONG64 volatile *Addend) { return __atomic_sub_fetch(Addend, 1, NDKSIM_SEQ); }
+FORCEINLINE LONG64 InterlockedExchange64(LONG64 volatile *Target, LONG64 Value) { return __atomic_exchange_n(Target, Value, NDKSIM_SEQ); }
+FORCEINLINE LONG64 InterlockedExchangeAdd64(LONG64 volatile *Addend, LONG64 Value) { return __atomic_fetch_add(Addend, Value, NDKSIM_SEQ); }
+FORCEINLINE LONG64 InterlockedAdd64(LONG64 volatile *Addend, LONG64 Value) { return __atomic_add_fetch(Addend, Value, NDKSIM_SEQ); }
+FORCEINLINE LONG64 InterlockedOr64(LONG64 volatile *Destination, LONG64 Value) { return __atomic_fetch_or(Destination, Value, NDKSIM_SEQ); }
+FORCEINLINE LONG64 InterlockedAnd64(LONG64 volatile *Destination, LONG64 Value) { return __atomic_fetch_and(Destination, Value, NDKSIM_SEQ); }
+FORCEINLINE LONG64 InterlockedCompareExchange64(LONG64 volatile *Destination, LONG64 Exchange, LONG64 Comparand) {
+    __atomic_compare_exchange_n(Destination, &Comparand, Exchange, 0, NDKSIM_SEQ, NDKSIM_SEQ);
+    return Comparand;
+}
+FORCEINLINE PVOID InterlockedExchangePointer(PVOID volatile *Target, PVOID Value) { return __atomic_exchange_n(Target, Value, NDKSIM_SEQ); }
+FORCEINLINE PVOID InterlockedCompareExchangePointer(PVOID volatile *Destination, PVOID Exchange, PVOID Comparand) {
+    __atomic_compare_exchange_n(Destination, &Comparand, Exchange, 0, NDKSIM_SEQ, NDKSIM_SEQ);
+    return Comparand;
+}
+#define ReadNoFence(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define ReadAcquire(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define WriteNoFence(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define WriteRelease(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define KeMemoryBarrier() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#define MemoryBarrier() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#define YieldProcessor() ((void)0)
+
+/* ---- memory and strings ---------------------------------------------------------------------- */
+#define RtlZeroMemory(Destination, Length) memset((Destination), 0, (Length))
+#define RtlFillMemory(Destination, Length, Fill) memset((Destination), (Fill), (Length))
+#define RtlCopyMemory(Destination, Source, Length) memcpy((Destination), (Source), (Length))
+#define RtlMoveMemory(Destination, Source, Length) memmove((Destination), (Source), (Length))
+#define RtlEqualMemory(Destination, Source, Length) (!memcmp((Destination), (Source), (Length)))
+#define RtlSecureZeroMemory(Destination, Length) memset((Destination), 0, (Length))
+FORCEINLINE SIZE_T RtlCompareMemory(const VOID *Source1, const VOID *Source2, SIZE_T Length) {
+    SIZE_T i = 0;
+    while (i < Length && ((const UCHAR *)Source1)[i] == ((const UCHAR *)Source2)[i]) ++i;
+    return i;
+}
+
+typedef struct _UNICODE_STRING {
+    USHORT Length;        /* bytes, without a terminator */
+    USHORT MaximumLength; /* bytes */
+    PWCH Buffer;
+} UNICODE_STRING, *PUNICODE_STRING;
+typedef const UNICODE_STRING *PCUNICODE_STRING;
+typedef struct _STRING {
+    USHORT Length;
+    USHORT MaximumLength;
+    PCHAR Buffer;
+} STRING, ANSI_STRING, *PSTRING, *PANSI_STRING;
+VOID RtlInitUnicodeString(PUNICODE_STRING DestinationString, PCWSTR SourceString);
+VOID RtlInitAnsiString(PANSI_STRING DestinationString, PCSZ SourceString);
+BOOLEAN RtlEqualUnicodeString(PCUNICODE_STRING String1, PCUNICODE_STRING String2, BOOLEAN CaseInSensitive);
+#define RTL_CONSTANT_STRING(s) { sizeof(s) - sizeof((s)[0]), sizeof(s), (PWCH)(s) }
+
+/* ---- debugging --------------------------------------------------------------------------------- */
+#define DPFLTR_ERROR_LEVEL 0
+#define DPFLTR_WARNING_LEVEL 1
+#define DPFLTR_TRACE_LEVEL 2
+#define DPFLTR_INFO_LEVEL 3
+#define DPFLTR_IHVDRIVER_ID 77
+#define DPFLTR_IHVNETWORK_ID 80
+#define DPFLTR_DEFAULT_ID 101
+/* Both go to the environment's debug log (Environment::DebugLog), prefixed with the simulated time
+ * and the kernel thread; printf formats (%wZ and %ws are not supported). */
+ULONG DbgPrint(PCSTR Format, ...) __attribute__((format(printf, 1, 2)));
+ULONG DbgPrintEx(ULONG ComponentId, ULONG Level, PCSTR Format, ...) __attribute__((format(printf, 3, 4)));
+ULONG vDbgPrintEx(ULONG ComponentId, ULONG Level, PCCH Format, va_list arglist);
+#define KdPrint(args) DbgPrint args
+#define KdPrintEx(args) DbgPrintEx args
+VOID DbgBreakPoint(VOID);
+/* A failed assertion fails the run with the expression and the site, as a checked kernel's
+ * assertion breaks into the debugger. NT_ASSERT is active in every build, like Driver Verifier. */
+VOID NdksimAssertFailed(PCSTR Expression, PCSTR File, ULONG Line, PCSTR Function);
+#define NT_ASSERT(e) ((e) ? (void)0 : NdksimAssertFailed(#e, __FILE__, __LINE__, __func__))
+#define NT_ASSERTMSG(msg, e) ((e) ? (void)0 : NdksimAssertFailed(msg, __FILE__, __LINE__, __func__))
+#define NT_VERIFY(e) NT_ASSERT(e)
+#define NT_FRE_ASSERT(e) NT_ASSERT(e)
+#define ASSERT(e) NT_ASSERT(e)
+#define ASSERTMSG(msg, e) NT_ASSERTMSG(msg, e)
+DECLSPEC_NORETURN VOID KeBugCheckEx(ULONG BugCheckCode, ULONG_PTR P1, ULONG_PTR P2, ULONG_PTR P3, ULONG_PTR P4);
+DECLSPEC_NORETURN VOID KeBugCheck(ULONG BugCheckCode);
+DECLSPEC_NORETURN VOID ExRaiseStatus(NTSTATUS Status);
+
+/* ---- dispatcher objects: events, timers, threads --------------------------------------------- */
+/* Type values of the dispatcher header (the kernel's own numbering). */
+#define NDKSIM_NOTIFICATION_EVENT_OBJECT 0
+#define NDKSIM_SYNCHRONIZATION_EVENT_OBJECT 1
+typedef struct _DISPATCHER_HEADER {
+    UCHAR Type;
+    UCHAR Reserved[3];
+    LONG SignalState;
+    LIST_ENTRY WaitListHead; /* the environment's wait blocks */
+} DISPATCHER_HEADER, *PDISPATCHER_HEADER;
+
+typedef enum _EVENT_TYPE { NotificationEvent, SynchronizationEvent } EVENT_TYPE;
+typedef enum _TIMER_TYPE { NotificationTimer, SynchronizationTimer } TIMER_TYPE;
+typedef enum _WAIT_TYPE { WaitAll, WaitAny, WaitNotification, WaitDequeue } WAIT_TYPE;
+typedef enum _MODE { KernelMode, UserMode, MaximumMode } MODE;
+typedef enum _KWAIT_REASON {
+    Executive, FreePage, PageIn, PoolAllocation, DelayExecution, Suspended, UserRequest,
+    WrExecutive, WrFreePage, WrPageIn, WrPoolAllocation, WrDelayExecution, WrSuspended,
+    WrUserRequest, MaximumWaitReason = 40
+} KWAIT_REASON;
+#define IO_NO_INCREMENT 0
+#define IO_NETWORK_INCREMENT 2
+#define EVENT_INCREMENT 1
+#define THREAD_WAIT_OBJECTS 3
+#define MAXIMUM_WAIT_OBJECTS 64
+
+typedef struct _KEVENT {
+    DISPATCHER_HEADER Header;
+} KEVENT, *PKEVENT, *PRKEVENT;
+
+typedef struct _KWAIT_BLOCK {
+    UCHAR Reserved[0x30];
+} KWAIT_BLOCK, *PKWAIT_BLOCK, *PRKWAIT_BLOCK;
+
+VOID KeInitializeEvent(PRKEVENT Event, EVENT_TYPE Type, BOOLEAN State);
+LONG KeSetEvent(PRKEVENT Event, KPRIORITY Increment, BOOLEAN Wait);
+LONG KeResetEvent(PRKEVENT Event);
+VOID KeClearEvent(PRKEVENT Event);
+LONG KeReadStateEvent(PRKEVENT Event);
+/* Timeout: NULL waits forever; negative is relative, in 100-ns units; positive is an absolute system
+ * time (KeQuerySystemTime's clock); zero only tests. Simulated time, in every case. */
+NTSTATUS KeWaitForSingleObject(PVOID Object, KWAIT_REASON WaitReason, KPROCESSOR_MODE WaitMode,
+                               BOOLEAN Alertable, PLARGE_INTEGER Timeout);
+NTSTATUS KeWaitForMultipleObjects(ULONG Count, PVOID Object[], WAIT_TYPE WaitType, KWAIT_REASON WaitReason,
+                                  KPROCESSOR_MODE WaitMode, BOOLEAN Alertable, PLARGE_INTEGER Timeout,
+                                  PKWAIT_BLOCK WaitBlockArray);
+NTSTATUS KeDelayExecutionThread(KPROCESSOR_MODE WaitMode, BOOLEAN Alertable, PLARGE_INTEGER Interval);
+#define KeSetEvent(Event, Increment, Wait) NDKSIM_AT(KeSetEvent((Event), (Increment), (Wait)))
+#define KeWaitForSingleObject(Object, WaitReason, WaitMode, Alertable, Timeout) \
+    NDKSIM_AT(KeWaitForSingleObject((Object), (WaitReason), (WaitMode), (Alertable), (Timeout)))
+#define KeWaitForMultipleObjects(Count, Object, WaitType, WaitReason, WaitMode, Alertable, Timeout, WaitBlockArray) \
+    NDKSIM_AT(KeWaitForMultipleObjects((Count), (Object), (WaitType), (WaitReason), (WaitMode), (Alertable), \
+                                       (Timeout), (WaitBlockArray)))
+#define KeDelayExecutionThread(WaitMode, Alertable, Interval) \
+    NDKSIM_AT(KeDelayExecutionThread((WaitMode), (Alertable), (Interval)))
+
+/* ---- spin locks ------------------------------------------------------------------------------ */
+typedef ULONG_PTR KSPIN_LOCK, *PKSPIN_LOCK;
+typedef struct _KSPIN_LOCK_QUEUE {
+    struct _KSPIN_LOCK_QUEUE *volatile Next;
+    PKSPIN_LOCK volatile Lock;
+} KSPIN_LOCK_QUEUE, *PKSPIN_LOCK_QUEUE;
+typedef struct _KLOCK_QUEUE_HANDLE {
+    KSPIN_LOCK_QUEUE LockQueue;
+    KIRQL OldIrql;
+} KLOCK_QUEUE_HANDLE, *PKLOCK_QUEUE_HANDLE;
+
+VOID KeInitializeSpinLock(PKSPIN_LOCK SpinLock);
+KIRQL KeAcquireSpinLockRaiseToDpc(PKSPIN_LOCK SpinLock);
+VOID KeReleaseSpinLock(PKSPIN_LOCK SpinLock, KIRQL NewIrql);
+VOID KeAcquireSpinLockAtDpcLevel(PKSPIN_LOCK SpinLock);
+VOID KeReleaseSpinLockFromDpcLevel(PKSPIN_LOCK SpinLock);
+BOOLEAN KeTryToAcquireSpinLockAtDpcLevel(PKSPIN_LOCK SpinLock);
+BOOLEAN KeTestSpinLock(PKSPIN_LOCK SpinLock);
+VOID KeAcquireInStackQueuedSpinLock(PKSPIN_LOCK SpinLock, PKLOCK_QUEUE_HANDLE LockHandle);
+VOID KeReleaseInStackQueuedSpinLock(PKLOCK_QUEUE_HANDLE LockHandle);
+VOID KeAcquireInStackQueuedSpinLockAtDpcLevel(PKSPIN_LOCK SpinLock, PKLOCK_QUEUE_HANDLE LockHandle);
+VOID KeReleaseInStackQueuedSpinLockFromDpcLevel(PKLOCK_QUEUE_HANDLE LockHandle);
+#define KeAcquireSpinLock(SpinLock, OldIrql) (*(OldIrql) = KeAcquireSpinLockRaiseToDpc(SpinLock))
+#define KeAcquireSpinLockRaiseToDpc(SpinLock) NDKSIM_AT(KeAcquireSpinLockRaiseToDpc(SpinLock))
+#define KeReleaseSpinLock(SpinLock, NewIrql) NDKSIM_AT(KeReleaseSpinLock((SpinLock), (NewIrql)))
+#define KeAcquireSpinLockAtDpcLevel(SpinLock) NDKSIM_AT(KeAcquireSpinLockAtDpcLevel(SpinLock))
+#define KeReleaseSpinLockFromDpcLevel(SpinLock) NDKSIM_AT(KeReleaseSpinLockFromDpcLevel(SpinLock))
+#define KeAcquireInStackQueuedSpinLock(SpinLock, LockHandle) \
+    NDKSIM_AT(KeAcquireInStackQueuedSpinLock((SpinLock), (LockHandle)))
+#define KeReleaseInStackQueuedSpinLock(LockHandle) NDKSIM_AT(KeReleaseInStackQueuedSpinLock(LockHandle))
+#define KeAcquireInStackQueuedSpinLockAtDpcLevel(SpinLock, LockHandle) \
+    NDKSIM_AT(KeAcquireInStackQueuedSpinLockAtDpcLevel((SpinLock), (LockHandle)))
+#define KeReleaseInStackQueuedSpinLockFromDpcLevel(LockHandle) \
+    NDKSIM_AT(KeReleaseInStackQueuedSpinLockFromDpcLevel(LockHandle))
+
+/* ---- DPCs and timers ------------------------------------------------------------------------- */
+struct _KDPC;
+typedef VOID KDEFERRED_ROUTINE(struct _KDPC *Dpc, PVOID DeferredContext, PVOID SystemArgument1,
+                               PVOID SystemArgument2);
+typedef KDEFERRED_ROUTINE *PKDEFERRED_ROUTINE;
+typedef struct _KDPC {
+    UCHAR Type;
+    UCHAR Importance;
+    volatile USHORT Number;
+    SINGLE_LIST_ENTRY DpcListEntry;
+    KAFFINITY ProcessorHistory;
+    PKDEFERRED_ROUTINE DeferredRoutine;
+    PVOID DeferredContext;
+    PVOID SystemArgument1;
+    PVOID SystemArgument2;
+    volatile PVOID DpcData; /* non-NULL while queued */
+} KDPC, *PKDPC, *PRKDPC;
+typedef enum _KDPC_IMPORTANCE { LowImportance, MediumImportance, HighImportance, MediumHighImportance } KDPC_IMPORTANCE;
+
+VOID KeInitializeDpc(PRKDPC Dpc, PKDEFERRED_ROUTINE DeferredRoutine, PVOID DeferredContext);
+VOID KeInitializeThreadedDpc(PRKDPC Dpc, PKDEFERRED_ROUTINE DeferredRoutine, PVOID DeferredContext);
+BOOLEAN KeInsertQueueDpc(PRKDPC Dpc, PVOID SystemArgument1, PVOID SystemArgument2);
+BOOLEAN KeRemoveQueueDpc(PRKDPC Dpc);
+VOID KeSetImportanceDpc(PRKDPC Dpc, KDPC_IMPORTANCE Importance);
+VOID KeFlushQueuedDpcs(VOID);
+#define KeInsertQueueDpc(Dpc, SystemArgument1, SystemArgument2) \
+    NDKSIM_AT(KeInsertQueueDpc((Dpc), (SystemArgument1), (SystemArgument2)))
+
+#define NDKSIM_NOTIFICATION_TIMER_OBJECT 8
+#define NDKSIM_SYNCHRONIZATION_TIMER_OBJECT 9
+typedef struct _KTIMER {
+    DISPATCHER_HEADER Header;
+    ULARGE_INTEGER DueTime;
+    LIST_ENTRY TimerListEntry;
+    struct _KDPC *Dpc;
+    ULONG Processor;
+    LONG Period;
+} KTIMER, *PKTIMER, *PRKTIMER;
+
+VOID KeInitializeTimer(PKTIMER Timer);
+VOID KeInitializeTimerEx(PKTIMER Timer, TIMER_TYPE Type);
+BOOLEAN KeSetTimer(PKTIMER Timer, LARGE_INTEGER DueTime, PKDPC Dpc);
+BOOLEAN KeSetTimerEx(PKTIMER Timer, LARGE_INTEGER DueTime, LONG Period, PKDPC Dpc);
+BOOLEAN KeCancelTimer(PKTIMER Timer);
+BOOLEAN KeReadStateTimer(PKTIMER Timer);
+
+/* ---- time ------------------------------------------------------------------------------------ */
+/* All on simulated time: the interrupt time counts 100-ns units from the fabric's time zero; the
+ * system time is that plus a fixed epoch (2026-01-01 00:00 UTC, in 100-ns units since 1601); the
+ * performance counter runs at 10 MHz. */
+ULONGLONG KeQueryInterruptTime(VOID);
+ULONGLONG KeQueryInterruptTimePrecise(PULONG64 QpcTimeStamp);
+VOID KeQuerySystemTime(PLARGE_INTEGER CurrentTime);
+VOID KeQuerySystemTimePrecise(PLARGE_INTEGER CurrentTime);
+LARGE_INTEGER KeQueryPerformanceCounter(PLARGE_INTEGER PerformanceFrequency);
+ULONG KeQueryTimeIncrement(VOID);
+VOID KeStallExecutionProcessor(ULONG MicroSeconds);
+
+/* ---- threads ----------------------------------------------------------------------------------- */
+typedef struct _KTHREAD *PKTHREAD, *PRKTHREAD;
+typedef struct _ETHREAD *PETHREAD;
+typedef struct _EPROCESS *PEPROCESS;
+typedef struct _OBJECT_TYPE *POBJECT_TYPE;
+typedef struct _CLIENT_ID {
+    HANDLE UniqueProcess;
+    HANDLE UniqueThread;
+} CLIENT_ID, *PCLIENT_ID;
+typedef struct _OBJECT_ATTRIBUTES {
+    ULONG Length;
+    HANDLE RootDirectory;
+    PUNICODE_STRING ObjectName;
+    ULONG Attributes;
+    PVOID SecurityDescriptor;
+    PVOID SecurityQualityOfService;
+} OBJECT_ATTRIBUTES, *POBJECT_ATTRIBUTES;
+#define OBJ_INHERIT 0x00000002L
+#define OBJ_CASE_INSENSITIVE 0x00000040L
+#define OBJ_KERNEL_HANDLE 0x00000200L
+#define InitializeObjectAttributes(p, n, a, r, s) \
+    do {                                          \
+        (p)->Length = sizeof(OBJECT_ATTRIBUTES);  \
+        (p)->RootDirectory = (r);                 \
+        (p)->Attributes = (a);                    \
+        (p)->ObjectName = (n);                    \
+        (p)->SecurityDescriptor = (s);            \
+        (p)->SecurityQualityOfService = NULL;     \
+    } while (0)
+#define SYNCHRONIZE 0x00100000L
+#define STANDARD_RIGHTS_REQUIRED 0x000F0000L
+#define THREAD_ALL_ACCESS (STANDARD_RIGHTS_REQUIRED | SYNCHRONIZE | 0xFFFF)
+#define GENERIC_ALL 0x10000000L
+#define NtCurrentProcess() ((HANDLE)(LONG_PTR)-1)
+#define ZwCurrentProcess() NtCurrentProcess()
+
+typedef VOID KSTART_ROUTINE(PVOID StartContext);
+typedef KSTART_ROUTINE *PKSTART_ROUTINE;
+
+extern POBJECT_TYPE *PsThreadType;
+/* A new kernel thread (a fiber under the environment's scheduler) that runs StartRoutine at
+ * PASSIVE_LEVEL. ProcessHandle must be NULL or NtCurrentProcess(); the handle must be closed with
+ * ZwClose, and the thread object, referenced through ObReferenceObjectByHandle, is signaled when the
+ * thread ends. */
+NTSTATUS PsCreateSystemThread(PHANDLE ThreadHandle, ULONG DesiredAccess, POBJECT_ATTRIBUTES ObjectAttributes,
+                              HANDLE ProcessHandle, PCLIENT_ID ClientId, PKSTART_ROUTINE StartRoutine,
+                              PVOID StartContext);
+#define PsCreateSystemThread(ThreadHandle, DesiredAccess, ObjectAttributes, ProcessHandle, ClientId, StartRoutine, \
+                             StartContext)                                                                         \
+    NDKSIM_AT(PsCreateSystemThread((ThreadHandle), (DesiredAccess), (ObjectAttributes), (ProcessHandle), (ClientId), \
+                                   (StartRoutine), (StartContext)))
+DECLSPEC_NORETURN NTSTATUS PsTerminateSystemThread(NTSTATUS ExitStatus);
+PKTHREAD KeGetCurrentThread(VOID);
+PETHREAD PsGetCurrentThread(VOID);
+HANDLE PsGetCurrentThreadId(VOID);
+BOOLEAN PsIsSystemThread(PETHREAD Thread);
+ULONG KeGetCurrentProcessorNumber(VOID);
+#define KeGetCurrentProcessorNumberEx(ProcNumber) KeGetCurrentProcessorNumber()
+ULONG KeQueryActiveProcessorCount(PKAFFINITY ActiveProcessors);
+KPRIORITY KeSetPriorityThread(PKTHREAD Thread, KPRIORITY Priority);
+NTSTATUS ZwClose(HANDLE Handle);
+#define NtClose ZwClose
+NTSTATUS ObReferenceObjectByHandle(HANDLE Handle, ACCESS_MASK DesiredAccess, POBJECT_TYPE ObjectType,
+                                   KPROCESSOR_MODE AccessMode, PVOID *Object, PVOID HandleInformation);
+LONG_PTR ObfReferenceObject(PVOID Object);
+LONG_PTR ObfDereferenceObject(PVOID Object);
+#define ObReferenceObject(Object) ObfReferenceObject(Object)
+#define ObDereferenceObject(Object) ObfDereferenceObject(Object)
+
+/* ---- pool ------------------------------------------------------------------------------------ */
+typedef enum _POOL_TYPE {
+    NonPagedPool = 0,
+    NonPagedPoolExecute = 0,
+    PagedPool = 1,
+    NonPagedPoolMustSucceed = 2,
+    NonPagedPoolCacheAligned = 4,
+    PagedPoolCacheAligned = 5,
+    NonPagedPoolNx = 512,
+    NonPagedPoolNxCacheAligned = 516,
+} POOL_TYPE;
+typedef ULONG64 POOL_FLAGS;
+#define POOL_FLAG_USE_QUOTA 0x0000000000000001ULL
+#define POOL_FLAG_UNINITIALIZED 0x0000000000000002ULL
+#define POOL_FLAG_SESSION 0x0000000000000004ULL
+#define POOL_FLAG_CACHE_ALIGNED 0x0000000000000008ULL
+#define POOL_FLAG_RAISE_ON_FAILURE 0x0000000000000020ULL
+#define POOL_FLAG_NON_PAGED 0x0000000000000040ULL
+#define POOL_FLAG_NON_PAGED_EXECUTE 0x0000000000000080ULL
+#define POOL_FLAG_PAGED 0x0000000000000100ULL
+#define POOL_FLAG_SPECIAL_POOL 0x0000000100000000ULL
+
+/* Every allocation is tracked by tag (Environment::PoolUsage) and checked when freed: a tag that
+ * does not match, a double free or a pointer that pool never returned fails the run
+ * (BAD_POOL_CALLER); what a driver still holds at unload fails it too, by tag. */
+PVOID ExAllocatePool2(POOL_FLAGS Flags, SIZE_T NumberOfBytes, ULONG Tag);
+PVOID ExAllocatePoolWithTag(POOL_TYPE PoolType, SIZE_T NumberOfBytes, ULONG Tag);
+PVOID ExAllocatePoolZero(POOL_TYPE PoolType, SIZE_T NumberOfBytes, ULONG Tag);
+PVOID ExAllocatePoolUninitialized(POOL_TYPE PoolType, SIZE_T NumberOfBytes, ULONG Tag);
+VOID ExFreePoolWithTag(PVOID P, ULONG Tag);
+VOID ExFreePool(PVOID P);
+#define ExAllocatePool2(Flags, NumberOfBytes, Tag) NDKSIM_AT(ExAllocatePool2((Flags), (NumberOfBytes), (Tag)))
+#define ExAllocatePoolWithTag(PoolType, NumberOfBytes, Tag) \
+    NDKSIM_AT(ExAllocatePoolWithTag((PoolType), (NumberOfBytes), (Tag)))
+#define ExAllocatePoolZero(PoolType, NumberOfBytes, Tag) NDKSIM_AT(ExAllocatePoolZero((PoolType), (NumberOfBytes), (Tag)))
+#define ExAllocatePoolUninitialized(PoolType, NumberOfBytes, Tag) \
+    NDKSIM_AT(ExAllocatePoolUninitialized((PoolType), (NumberOfBytes), (Tag)))
+#define ExFreePoolWithTag(P, Tag) NDKSIM_AT(ExFreePoolWithTag((P), (Tag)))
+#define ExFreePool(P) NDKSIM_AT(ExFreePool(P))
+
+/* ---- rundown protection -------------------------------------------------------------------- */
+typedef struct _EX_RUNDOWN_REF {
+    union {
+        volatile ULONG_PTR Count;
+        volatile PVOID Ptr;
+    };
+} EX_RUNDOWN_REF, *PEX_RUNDOWN_REF;
+VOID ExInitializeRundownProtection(PEX_RUNDOWN_REF RunRef);
+VOID ExReInitializeRundownProtection(PEX_RUNDOWN_REF RunRef);
+BOOLEAN ExAcquireRundownProtection(PEX_RUNDOWN_REF RunRef);
+BOOLEAN ExAcquireRundownProtectionEx(PEX_RUNDOWN_REF RunRef, ULONG Count);
+VOID ExReleaseRundownProtection(PEX_RUNDOWN_REF RunRef);
+VOID ExReleaseRundownProtectionEx(PEX_RUNDOWN_REF RunRef, ULONG Count);
+VOID ExWaitForRundownProtectionRelease(PEX_RUNDOWN_REF RunRef);
+VOID ExRundownCompleted(PEX_RUNDOWN_REF RunRef);
+
+/* ---- drivers, devices, work items ------------------------------------------------------------ */
+struct _DRIVER_OBJECT;
+struct _DEVICE_OBJECT;
+struct _IRP;
+typedef struct _IRP IRP, *PIRP;
+typedef NTSTATUS DRIVER_INITIALIZE(struct _DRIVER_OBJECT *DriverObject, PUNICODE_STRING RegistryPath);
+typedef DRIVER_INITIALIZE *PDRIVER_INITIALIZE;
+typedef VOID DRIVER_UNLOAD(struct _DRIVER_OBJECT *DriverObject);
+typedef DRIVER_UNLOAD *PDRIVER_UNLOAD;
+typedef NTSTATUS DRIVER_DISPATCH(struct _DEVICE_OBJECT *DeviceObject, struct _IRP *Irp);
+typedef DRIVER_DISPATCH *PDRIVER_DISPATCH;
+#define IRP_MJ_MAXIMUM_FUNCTION 0x1b
+
+/* The fields drivers read by name; the layout is not the kernel's. */
+typedef struct _DRIVER_OBJECT {
+    CSHORT Type;
+    CSHORT Size;
+    struct _DEVICE_OBJECT *DeviceObject; /* the driver's devices, newest first */
+    ULONG Flags;
+    PVOID DriverStart;
+    ULONG DriverSize;
+    PVOID DriverSection;
+    PVOID DriverExtension;
+    UNICODE_STRING DriverName;
+    PUNICODE_STRING HardwareDatabase;
+    PVOID FastIoDispatch;
+    PDRIVER_INITIALIZE DriverInit;
+    PVOID DriverStartIo;
+    PDRIVER_UNLOAD DriverUnload;
+    PDRIVER_DISPATCH MajorFunction[IRP_MJ_MAXIMUM_FUNCTION + 1];
+} DRIVER_OBJECT, *PDRIVER_OBJECT;
+
+typedef ULONG DEVICE_TYPE;
+#define FILE_DEVICE_NETWORK 0x00000012
+#define FILE_DEVICE_UNKNOWN 0x00000022
+#define FILE_DEVICE_SECURE_OPEN 0x00000100
+#define DO_BUFFERED_IO 0x00000004
+#define DO_DIRECT_IO 0x00000010
+#define DO_DEVICE_INITIALIZING 0x00000080
+typedef struct _DEVICE_OBJECT {
+    CSHORT Type;
+    USHORT Size;
+    LONG ReferenceCount;
+    struct _DRIVER_OBJECT *DriverObject;
+    struct _DEVICE_OBJECT *NextDevice;
+    struct _DEVICE_OBJECT *AttachedDevice;
+    struct _IRP *CurrentIrp;
+    PVOID Timer;
+    ULONG Flags;
+    ULONG Characteristics;
+    PVOID Vpb;
+    PVOID DeviceExtension;
+    DEVICE_TYPE DeviceType;
+    CCHAR StackSize;
+} DEVICE_OBJECT, *PDEVICE_OBJECT;
+
+NTSTATUS IoCreateDevice(PDRIVER_OBJECT DriverObject, ULONG DeviceExtensionSize, PUNICODE_STRING DeviceName,
+                        DEVICE_TYPE DeviceType, ULONG DeviceCharacteristics, BOOLEAN Exclusive,
+                        PDEVICE_OBJECT *DeviceObject);
+VOID IoDeleteDevice(PDEVICE_OBJECT DeviceObject);
+
+typedef enum _WORK_QUEUE_TYPE {
+    CriticalWorkQueue,
+    DelayedWorkQueue,
+    HyperCriticalWorkQueue,
+    NormalWorkQueue,
+    BackgroundWorkQueue,
+    RealTimeWorkQueue,
+    SuperCriticalWorkQueue,
+    MaximumWorkQueue,
+    CustomPriorityWorkQueue = 32
+} WORK_QUEUE_TYPE;
+
+typedef struct _IO_WORKITEM *PIO_WORKITEM;
+typedef VOID IO_WORKITEM_ROUTINE(PDEVICE_OBJECT DeviceObject, PVOID Context);
+typedef IO_WORKITEM_ROUTINE *PIO_WORKITEM_ROUTINE;
+typedef VOID IO_WORKITEM_ROUTINE_EX(PVOID IoObject, PVOID Context, PIO_WORKITEM IoWorkItem);
+typedef IO_WORKITEM_ROUTINE_EX *PIO_WORKITEM_ROUTINE_EX;
+/* Work items run at PASSIVE_LEVEL on the environment's system worker threads (kernel threads of
+ * their own, created as needed); which queued item a free worker takes next is the scheduler's. */
+PIO_WORKITEM IoAllocateWorkItem(PDEVICE_OBJECT DeviceObject);
+VOID IoFreeWorkItem(PIO_WORKITEM IoWorkItem);
+VOID IoQueueWorkItem(PIO_WORKITEM IoWorkItem, PIO_WORKITEM_ROUTINE WorkerRoutine, WORK_QUEUE_TYPE QueueType,
+                     PVOID Context);
+VOID IoQueueWorkItemEx(PIO_WORKITEM IoWorkItem, PIO_WORKITEM_ROUTINE_EX WorkerRoutine, WORK_QUEUE_TYPE QueueType,
+                       PVOID Context);
+#define IoAllocateWorkItem(DeviceObject) NDKSIM_AT(IoAllocateWorkItem(DeviceObject))
+#define IoFreeWorkItem(IoWorkItem) NDKSIM_AT(IoFreeWorkItem(IoWorkItem))
+#define IoQueueWorkItem(IoWorkItem, WorkerRoutine, QueueType, Context) \
+    NDKSIM_AT(IoQueueWorkItem((IoWorkItem), (WorkerRoutine), (QueueType), (Context)))
+#define IoQueueWorkItemEx(IoWorkItem, WorkerRoutine, QueueType, Context) \
+    NDKSIM_AT(IoQueueWorkItemEx((IoWorkItem), (WorkerRoutine), (QueueType), (Context)))
+
+typedef VOID WORKER_THREAD_ROUTINE(PVOID Parameter);
+typedef WORKER_THREAD_ROUTINE *PWORKER_THREAD_ROUTINE;
+typedef struct _WORK_QUEUE_ITEM {
+    LIST_ENTRY List;
+    PWORKER_THREAD_ROUTINE WorkerRoutine;
+    volatile PVOID Parameter;
+} WORK_QUEUE_ITEM, *PWORK_QUEUE_ITEM;
+#define ExInitializeWorkItem(Item, Routine, Context) \
+    do {                                             \
+        (Item)->WorkerRoutine = (Routine);           \
+        (Item)->Parameter = (Context);               \
+        (Item)->List.Flink = NULL;                   \
+    } while (0)
+VOID ExQueueWorkItem(PWORK_QUEUE_ITEM WorkItem, WORK_QUEUE_TYPE QueueType);
+#define ExQueueWorkItem(WorkItem, QueueType) NDKSIM_AT(ExQueueWorkItem((WorkItem), (QueueType)))
+
+/* ---- memory descriptor lists ----------------------------------------------------------------- */
+typedef ULONG_PTR PFN_NUMBER, *PPFN_NUMBER;
+#define MDL_MAPPED_TO_SYSTEM_VA 0x0001
+#define MDL_PAGES_LOCKED 0x0002
+#define MDL_SOURCE_IS_NONPAGED_POOL 0x0004
+#define MDL_ALLOCATED_FIXED_SIZE 0x0008
+#define MDL_PARTIAL 0x0010
+#define MDL_PARTIAL_HAS_BEEN_MAPPED 0x0020
+#define MDL_IO_PAGE_READ 0x0040
+#define MDL_WRITE_OPERATION 0x0080
+#define MDL_ALLOCATED_MUST_SUCCEED 0x4000
+#define MmGetMdlPfnArray(Mdl) ((PPFN_NUMBER)((Mdl) + 1))
+#define MmGetMdlBaseVa(Mdl) ((Mdl)->StartVa)
+#define MmSizeOfMdl(Base, Length) \
+    ((SIZE_T)(sizeof(MDL) + ADDRESS_AND_SIZE_TO_SPAN_PAGES((Base), (Length)) * sizeof(PFN_NUMBER)))
+typedef enum _MM_PAGE_PRIORITY { LowPagePriority, NormalPagePriority = 16, HighPagePriority = 32 } MM_PAGE_PRIORITY;
+#define MdlMappingNoWrite 0x80000000
+#define MdlMappingNoExecute 0x40000000
+typedef enum _LOCK_OPERATION { IoReadAccess, IoWriteAccess, IoModifyAccess } LOCK_OPERATION;
+
+/* An MDL of the buffer, with its page-frame array; NULL if Length is 0 or too large for one MDL.
+ * Irp must be NULL (the environment has no IRPs). Tracked until IoFreeMdl: one still allocated
+ * at its driver's unload fails the run. */
+PMDL IoAllocateMdl(PVOID VirtualAddress, ULONG Length, BOOLEAN SecondaryBuffer, BOOLEAN ChargeQuota, PIRP Irp);
+VOID IoFreeMdl(PMDL Mdl);
+VOID IoBuildPartialMdl(PMDL SourceMdl, PMDL TargetMdl, PVOID VirtualAddress, ULONG Length);
+VOID MmBuildMdlForNonPagedPool(PMDL MemoryDescriptorList);
+VOID MmProbeAndLockPages(PMDL MemoryDescriptorList, KPROCESSOR_MODE AccessMode, LOCK_OPERATION Operation);
+VOID MmUnlockPages(PMDL MemoryDescriptorList);
+PVOID MmGetSystemAddressForMdlSafe(PMDL Mdl, ULONG Priority);
+PHYSICAL_ADDRESS MmGetPhysicalAddress(PVOID BaseAddress);
+#define IoAllocateMdl(VirtualAddress, Length, SecondaryBuffer, ChargeQuota, Irp) \
+    NDKSIM_AT(IoAllocateMdl((VirtualAddress), (Length), (SecondaryBuffer), (ChargeQuota), (Irp)))
+#define IoFreeMdl(Mdl) NDKSIM_AT(IoFreeMdl(Mdl))
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* NDKSIM_KERNEL_WDM_H_ */

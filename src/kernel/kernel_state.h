@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: MIT
+// The kernel environment's state behind the C services: per-context IRQL and held spin locks, the
+// DPC queue, timers, system worker threads, pool, MDLs, drivers and devices, WSK registrations, and
+// the verifier that checks their use. One Environment::Impl per environment; the C services find
+// the one current on the calling OS thread.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ndis.h"
+#include "ndksim/kernel/environment.h"
+#include "wskndk.h"
+
+#include "dispatcher.h"
+#include "scheduler.h"
+
+namespace ndksim::kernel {
+
+// Where a service was called from (the headers' NDKSIM_AT macros record it).
+struct Site {
+  const char* file = nullptr;
+  std::uint32_t line = 0;
+  const char* function = nullptr;
+};
+std::string Describe(const Site& site);
+std::string TagName(ULONG tag);
+
+struct Driver;
+
+// A kernel thread's object: what PsCreateSystemThread's handle refers to; signaled when it ends.
+struct ThreadObject {
+  DISPATCHER_HEADER header{};
+  Scheduler::ThreadId id = Scheduler::kNone;
+  std::int64_t references = 0;
+  bool handle_open = false;
+  Driver* driver = nullptr;
+};
+
+// What each execution context (a kernel thread, or the environment's own context where DPCs and
+// the provider's callbacks run) carries.
+struct Context {
+  KIRQL irql = PASSIVE_LEVEL;
+  Node* machine = nullptr;
+  Driver* driver = nullptr;
+  std::vector<PKSPIN_LOCK> held;  // spin locks held, in acquisition order
+  ThreadObject* object = nullptr;
+  std::string name;
+};
+
+struct Driver {
+  DRIVER_OBJECT object{};
+  std::string name;
+  Node* node = nullptr;
+  NTSTATUS status = STATUS_PENDING;
+  bool unload_queued = false;
+  bool unloaded = false;
+  std::u16string registry_text;
+  UNICODE_STRING registry_path{};
+};
+
+// What an IO_WORKITEM is (PIO_WORKITEM points to one).
+struct IoWorkItemRecord {
+  PDEVICE_OBJECT device = nullptr;
+  Driver* driver = nullptr;
+  bool queued = false;
+};
+
+// PsTerminateSystemThread unwinds the thread's stack with this.
+struct PsTerminated {
+  NTSTATUS status = STATUS_SUCCESS;
+};
+
+// One queued work item: an IO_WORKITEM's or an ExQueueWorkItem's.
+struct Work {
+  IoWorkItemRecord* io = nullptr;
+  PWORK_QUEUE_ITEM ex = nullptr;
+  PIO_WORKITEM_ROUTINE routine = nullptr;
+  PIO_WORKITEM_ROUTINE_EX routine_ex = nullptr;
+  PVOID context = nullptr;
+  Driver* driver = nullptr;
+  Node* machine = nullptr;
+};
+
+struct PoolBlock {
+  std::size_t size = 0;
+  ULONG tag = 0;
+  Driver* driver = nullptr;
+  Site site;
+  bool freed = false;
+  Site freed_at;
+  std::string what;  // "pool", "MDL", "work item": what the block is, for reports
+};
+
+struct WskRegistrationRecord {
+  Driver* driver = nullptr;
+  Node* machine = nullptr;
+  std::int64_t captures = 0;
+  bool deregistered = false;
+  DispatcherObject released{};  // signaled while no capture is outstanding
+};
+
+struct OpenAdapter {
+  NDK_ADAPTER* adapter = nullptr;
+  Node* node = nullptr;
+  Driver* driver = nullptr;
+};
+
+struct Environment::Impl {
+  Impl(Environment& self, Fabric& fabric, const EnvironmentConfig& config);
+  ~Impl();
+
+  // ---- contexts ----
+  Context& Current();
+  bool InDispatcherContext() const { return !scheduler.InThread(); }
+  Scheduler::ThreadId StartKernelThread(std::string name, Node* machine, Driver* driver, std::function<void()> body,
+                                        ThreadObject* object = nullptr);
+
+  // ---- the verifier ----
+  Site TakeSite();
+  // Fails the run: on a kernel thread by throwing VerifierError now; on the environment's own
+  // context by recording it (the first one) and throwing once the callback that made it returns.
+  void Fail(const std::string& check, const std::string& what, const Site& site);
+  void RequireIrqlAtMost(KIRQL max, const char* service, const Site& site);
+  void RequireIrqlExactly(KIRQL irql, const char* service, const Site& site);
+  void CheckLiveObject(const void* object, const char* service, const Site& site);
+  void ThrowPendingFailure();
+  void CheckDriverLeftNothing(Driver& driver);
+
+  // ---- IRQL and DPCs ----
+  void SetIrql(KIRQL irql);
+  void RunDpcs();  // at DISPATCH_LEVEL, on the calling context, until the queue is empty
+
+  // ---- time ----
+  TimePoint DeadlineOf(const LARGE_INTEGER& timeout) const;
+  ULONGLONG InterruptTime() const;  // 100-ns units of simulated time
+  static constexpr ULONGLONG kSystemTimeEpoch = 134116992000000000ULL;  // 2026-01-01 in 100 ns since 1601
+
+  // ---- timers ----
+  bool SetTimer(PKTIMER timer, LARGE_INTEGER due, LONG period_ms, PKDPC dpc, const Site& site);
+  bool CancelTimer(PKTIMER timer);
+  std::optional<TimePoint> NextTimerDue() const;
+  bool ExpireTimers(TimePoint now);
+
+  // ---- work items ----
+  void QueueWork(Work work);
+  void WorkerMain(Scheduler::ThreadId self);
+
+  // ---- pool ----
+  void* Allocate(std::size_t bytes, ULONG tag, bool zero, bool paged, const Site& site, std::string what);
+  void Free(void* p, std::optional<ULONG> tag, const Site& site, const char* service);
+  PoolBlock* FindBlock(const void* p, std::uintptr_t* start);
+
+  // ---- the idle hook: simulated time ----
+  bool AdvanceTime();
+
+  Environment& self;
+  Fabric& fabric;
+  EnvironmentConfig config;
+  Scheduler scheduler;
+  Dispatcher dispatcher;
+  Environment::Impl* previous = nullptr;  // the environment current before this one
+
+  Context home;                          // the environment's own context
+  std::map<Scheduler::ThreadId, Context> contexts;
+  Site site;
+
+  std::vector<PKDPC> dpcs;               // queued, in queuing order
+  std::vector<PKTIMER> timers;           // set
+  std::deque<Work> work;                 // queued, not yet taken
+  std::vector<Scheduler::ThreadId> idle_workers;
+  std::uint32_t workers = 0;
+  std::set<IoWorkItemRecord*> work_items;
+
+  std::map<std::uintptr_t, PoolBlock> pool;  // live and recently freed blocks, by start address
+  std::deque<std::uintptr_t> quarantine;     // freed blocks, oldest first
+  std::size_t quarantined_bytes = 0;
+  std::map<ULONG, PoolTagUsage> tags;
+
+  std::vector<std::unique_ptr<Driver>> drivers;
+  std::vector<std::unique_ptr<ThreadObject>> thread_objects;
+  std::map<PEX_RUNDOWN_REF, DispatcherObject> rundown_waits;
+  std::map<PWSK_REGISTRATION, std::unique_ptr<WskRegistrationRecord>> wsk;
+  std::vector<OpenAdapter> adapters;
+
+  std::vector<std::string> debug_log;
+  bool failed = false;
+  std::optional<VerifierError> pending_failure;
+};
+
+// The environment current on this OS thread (the one whose services C code reaches); throws
+// std::logic_error if none is.
+Environment::Impl& CurrentEnvironment();
+
+}  // namespace ndksim::kernel

@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: MIT */
+/* Windows kernel-style C code, compiled against the kernel environment's stand-in WDK headers
+ * exactly as a driver would be. Each Scenario* function is one behaviour that
+ * tests/kernel_services_test.cc runs on a kernel thread and checks. */
+#include <ndis.h>
+#include <netioapi.h>
+#include <ntddk.h>
+#include <wdm.h>
+#include <wsk.h>
+#include <wskndk.h>
+
+#include "consumer_services.h"
+
+#define TAG_TEST 'tseT'
+
+KernelTestResults g_results;
+
+/* ---- adapter open the real way: WSK, its NDK extension, an interface index from netio ---- */
+
+static const WSK_CLIENT_DISPATCH g_client_dispatch = {MAKE_WSK_VERSION(1, 0), 0, NULL};
+
+NTSTATUS ScenarioOpenAdapterThroughWsk(ULONG ipv4_network_order) {
+    WSK_CLIENT_NPI client = {NULL, &g_client_dispatch};
+    WSK_REGISTRATION registration;
+    WSK_PROVIDER_NPI provider;
+    WSK_PROVIDER_NDK_DISPATCH ndk;
+    PMIB_UNICASTIPADDRESS_TABLE table = NULL;
+    NET_IFINDEX if_index = 0;
+    NDK_ADAPTER *adapter = NULL;
+    NDK_ADAPTER_INFO info;
+    ULONG info_size = sizeof(info);
+    SIZE_T returned = 0;
+    NTSTATUS status;
+    ULONG i;
+
+    PAGED_CODE();
+    status = WskRegister(&client, &registration);
+    if (!NT_SUCCESS(status)) return status;
+    status = WskCaptureProviderNPI(&registration, WSK_NO_WAIT, &provider);
+    if (!NT_SUCCESS(status)) return status;
+    status = provider.Dispatch->WskControlClient(provider.Client, WSKNDK_GET_WSK_PROVIDER_NDK_DISPATCH, 0, NULL,
+                                                 sizeof(ndk), &ndk, &returned, NULL);
+    if (!NT_SUCCESS(status)) return status;
+    g_results.ndk_dispatch_bytes = (ULONG)returned;
+
+    status = GetUnicastIpAddressTable(AF_INET, &table);
+    if (!NT_SUCCESS(status)) return status;
+    for (i = 0; i < table->NumEntries; ++i) {
+        if (table->Table[i].Address.Ipv4.sin_addr.s_addr == ipv4_network_order) {
+            if_index = table->Table[i].InterfaceIndex;
+        }
+    }
+    FreeMibTable(table);
+    g_results.if_index = if_index;
+
+    g_results.loopback_open_status = ndk.WskOpenNdkAdapter(provider.Client, (NDK_VERSION){2, 0}, 1, &adapter);
+    g_results.unknown_open_status = ndk.WskOpenNdkAdapter(provider.Client, (NDK_VERSION){2, 0}, if_index + 1, &adapter);
+
+    status = ndk.WskOpenNdkAdapter(provider.Client, (NDK_VERSION){2, 0}, if_index, &adapter);
+    if (!NT_SUCCESS(status)) return status;
+    RtlZeroMemory(&info, sizeof(info));
+    info.Version.Major = 2;
+    info.Version.Minor = 0;
+    status = adapter->Dispatch->NdkQueryAdapterInfo(adapter, &info, &info_size);
+    g_results.max_receive_sge = info.MaxReceiveRequestSge;
+    ndk.WskCloseNdkAdapter(provider.Client, adapter);
+    WskReleaseProviderNPI(&registration);
+    WskDeregister(&registration);
+    return status;
+}
+
+/* ---- timers and DPCs on simulated time ---- */
+
+static VOID TimerDpc(PKDPC Dpc, PVOID Context, PVOID Arg1, PVOID Arg2) {
+    UNREFERENCED_PARAMETER(Dpc);
+    UNREFERENCED_PARAMETER(Arg1);
+    UNREFERENCED_PARAMETER(Arg2);
+    g_results.dpc_irql = KeGetCurrentIrql();
+    g_results.dpc_time = KeQueryInterruptTime();
+    KeSetEvent((PKEVENT)Context, IO_NO_INCREMENT, FALSE);
+}
+
+VOID ScenarioTimerDpc(VOID) {
+    KTIMER timer;
+    KDPC dpc;
+    KEVENT fired;
+    LARGE_INTEGER due;
+    KeInitializeEvent(&fired, NotificationEvent, FALSE);
+    KeInitializeTimer(&timer);
+    KeInitializeDpc(&dpc, TimerDpc, &fired);
+    g_results.start_time = KeQueryInterruptTime();
+    due.QuadPart = -1000; /* 100 microseconds */
+    KeSetTimer(&timer, due, &dpc);
+    KeWaitForSingleObject(&fired, Executive, KernelMode, FALSE, NULL);
+    g_results.timer_signaled = KeReadStateTimer(&timer);
+    g_results.wake_time = KeQueryInterruptTime();
+}
+
+NTSTATUS ScenarioWaitTimesOut(VOID) {
+    KEVENT never;
+    LARGE_INTEGER timeout;
+    NTSTATUS status;
+    KeInitializeEvent(&never, SynchronizationEvent, FALSE);
+    timeout.QuadPart = -250; /* 25 microseconds */
+    g_results.start_time = KeQueryInterruptTime();
+    status = KeWaitForSingleObject(&never, Executive, KernelMode, FALSE, &timeout);
+    g_results.wake_time = KeQueryInterruptTime();
+    return status;
+}
+
+/* ---- work items, system threads ---- */
+
+typedef struct _WORK_CONTEXT {
+    KEVENT done;
+    KIRQL irql;
+    PIO_WORKITEM item;
+} WORK_CONTEXT;
+
+static VOID WorkRoutine(PDEVICE_OBJECT Device, PVOID Context) {
+    WORK_CONTEXT *work = (WORK_CONTEXT *)Context;
+    UNREFERENCED_PARAMETER(Device);
+    work->irql = KeGetCurrentIrql();
+    KeSetEvent(&work->done, IO_NO_INCREMENT, FALSE);
+}
+
+static VOID QueueFromDpc(PKDPC Dpc, PVOID Context, PVOID Arg1, PVOID Arg2) {
+    WORK_CONTEXT *work = (WORK_CONTEXT *)Context;
+    UNREFERENCED_PARAMETER(Dpc);
+    UNREFERENCED_PARAMETER(Arg1);
+    UNREFERENCED_PARAMETER(Arg2);
+    IoQueueWorkItem(work->item, WorkRoutine, DelayedWorkQueue, work);
+}
+
+/* A DPC queues a work item; the work item runs at PASSIVE_LEVEL and releases the waiting thread. */
+NTSTATUS ScenarioWorkItemFromDpc(PDRIVER_OBJECT Driver) {
+    PDEVICE_OBJECT device = NULL;
+    WORK_CONTEXT work;
+    KDPC dpc;
+    NTSTATUS status = IoCreateDevice(Driver, 0, NULL, FILE_DEVICE_NETWORK, 0, FALSE, &device);
+    if (!NT_SUCCESS(status)) return status;
+    KeInitializeEvent(&work.done, NotificationEvent, FALSE);
+    work.irql = HIGH_LEVEL;
+    work.item = IoAllocateWorkItem(device);
+    KeInitializeDpc(&dpc, QueueFromDpc, &work);
+    KeInsertQueueDpc(&dpc, NULL, NULL);
+    KeWaitForSingleObject(&work.done, Executive, KernelMode, FALSE, NULL);
+    g_results.work_irql = work.irql;
+    IoFreeWorkItem(work.item);
+    IoDeleteDevice(device);
+    return STATUS_SUCCESS;
+}
+
+static VOID CountingThread(PVOID Context) {
+    LONG volatile *counter = (LONG volatile *)Context;
+    LARGE_INTEGER delay;
+    delay.QuadPart = -10; /* 1 microsecond */
+    InterlockedIncrement(counter);
+    KeDelayExecutionThread(KernelMode, FALSE, &delay);
+    InterlockedIncrement(counter);
+    PsTerminateSystemThread(STATUS_SUCCESS);
+}
+
+NTSTATUS ScenarioSystemThreadIsWaitable(VOID) {
+    HANDLE handle;
+    PVOID thread;
+    LONG volatile counter = 0;
+    NTSTATUS status = PsCreateSystemThread(&handle, THREAD_ALL_ACCESS, NULL, NULL, NULL, CountingThread, (PVOID)&counter);
+    if (!NT_SUCCESS(status)) return status;
+    status = ObReferenceObjectByHandle(handle, SYNCHRONIZE, *PsThreadType, KernelMode, &thread, NULL);
+    ZwClose(handle);
+    if (!NT_SUCCESS(status)) return status;
+    status = KeWaitForSingleObject(thread, Executive, KernelMode, FALSE, NULL);
+    ObDereferenceObject(thread);
+    g_results.thread_counter = counter;
+    return status;
+}
+
+/* ---- MDLs, pool, lists, rundown ---- */
+
+NTSTATUS ScenarioMdlOfPool(VOID) {
+    UCHAR *buffer = (UCHAR *)ExAllocatePool2(POOL_FLAG_NON_PAGED, 3 * PAGE_SIZE, TAG_TEST);
+    PMDL mdl;
+    if (buffer == NULL) return STATUS_INSUFFICIENT_RESOURCES;
+    mdl = IoAllocateMdl(buffer + 100, 2 * PAGE_SIZE, FALSE, FALSE, NULL);
+    if (mdl == NULL) return STATUS_INSUFFICIENT_RESOURCES;
+    MmBuildMdlForNonPagedPool(mdl);
+    g_results.mdl_system_address_matches = MmGetSystemAddressForMdlSafe(mdl, NormalPagePriority) == buffer + 100;
+    g_results.mdl_byte_count = MmGetMdlByteCount(mdl);
+    g_results.mdl_byte_offset = MmGetMdlByteOffset(mdl);
+    g_results.zeroed = buffer[0] == 0 && buffer[3 * PAGE_SIZE - 1] == 0;
+    IoFreeMdl(mdl);
+    ExFreePoolWithTag(buffer, TAG_TEST);
+    return STATUS_SUCCESS;
+}
+
+typedef struct _ITEM {
+    LIST_ENTRY link;
+    int value;
+} ITEM;
+
+int ScenarioListsKeepOrder(VOID) {
+    LIST_ENTRY head;
+    ITEM items[3];
+    int i, sum = 0;
+    InitializeListHead(&head);
+    for (i = 0; i < 3; ++i) {
+        items[i].value = i + 1;
+        InsertTailList(&head, &items[i].link);
+    }
+    RemoveEntryList(&items[1].link);
+    while (!IsListEmpty(&head)) {
+        ITEM *item = CONTAINING_RECORD(RemoveHeadList(&head), ITEM, link);
+        sum = sum * 10 + item->value;
+    }
+    return sum; /* 13 */
+}
+
+static EX_RUNDOWN_REF g_rundown;
+
+static VOID HoldRundown(PVOID Context) {
+    LARGE_INTEGER delay;
+    UNREFERENCED_PARAMETER(Context);
+    delay.QuadPart = -500; /* 50 microseconds */
+    KeDelayExecutionThread(KernelMode, FALSE, &delay);
+    ExReleaseRundownProtection(&g_rundown);
+}
+
+NTSTATUS ScenarioRundownWaitsForRelease(VOID) {
+    HANDLE handle;
+    NTSTATUS status;
+    ExInitializeRundownProtection(&g_rundown);
+    if (!ExAcquireRundownProtection(&g_rundown)) return STATUS_UNSUCCESSFUL;
+    status = PsCreateSystemThread(&handle, THREAD_ALL_ACCESS, NULL, NULL, NULL, HoldRundown, NULL);
+    if (!NT_SUCCESS(status)) return status;
+    ZwClose(handle);
+    g_results.start_time = KeQueryInterruptTime();
+    ExWaitForRundownProtectionRelease(&g_rundown);
+    g_results.wake_time = KeQueryInterruptTime();
+    g_results.acquire_after_rundown = ExAcquireRundownProtection(&g_rundown);
+    return STATUS_SUCCESS;
+}
+
+/* ---- what the verifier catches ---- */
+
+VOID ViolationWaitAtDispatch(VOID) {
+    KSPIN_LOCK lock;
+    KIRQL old;
+    KEVENT event;
+    KeInitializeSpinLock(&lock);
+    KeInitializeEvent(&event, NotificationEvent, FALSE);
+    KeAcquireSpinLock(&lock, &old);
+    KeWaitForSingleObject(&event, Executive, KernelMode, FALSE, NULL); /* the violation */
+    KeReleaseSpinLock(&lock, old);
+}
+
+VOID ViolationSpinLockReleasedTwice(VOID) {
+    KSPIN_LOCK lock;
+    KLOCK_QUEUE_HANDLE handle;
+    KIRQL old;
+    KeInitializeSpinLock(&lock);
+    KeAcquireInStackQueuedSpinLock(&lock, &handle);
+    KeReleaseInStackQueuedSpinLock(&handle);
+    KeRaiseIrql(DISPATCH_LEVEL, &old);
+    KeReleaseSpinLockFromDpcLevel(&lock); /* the violation */
+    KeLowerIrql(old);
+}
+
+VOID ViolationPagedCodeAtDispatch(VOID) {
+    KIRQL old;
+    KeRaiseIrql(DISPATCH_LEVEL, &old);
+    PAGED_CODE(); /* the violation */
+    KeLowerIrql(old);
+}
+
+VOID ViolationSetEventAfterFree(VOID) {
+    PKEVENT event = (PKEVENT)ExAllocatePool2(POOL_FLAG_NON_PAGED, sizeof(KEVENT), TAG_TEST);
+    KeInitializeEvent(event, NotificationEvent, FALSE);
+    ExFreePoolWithTag(event, TAG_TEST);
+    KeSetEvent(event, IO_NO_INCREMENT, FALSE); /* the violation */
+}
+
+VOID ViolationFreeWithWrongTag(VOID) {
+    PVOID p = ExAllocatePool2(POOL_FLAG_NON_PAGED, 64, TAG_TEST);
+    ExFreePoolWithTag(p, 'gnrW'); /* the violation */
+}
+
+/* ---- a driver that leaks at unload ---- */
+
+static PVOID g_leaked;
+static PMDL g_leaked_mdl;
+
+static VOID LeakyUnload(PDRIVER_OBJECT Driver) {
+    UNREFERENCED_PARAMETER(Driver);
+    /* forgets g_leaked and g_leaked_mdl */
+}
+
+NTSTATUS LeakyDriverEntry(PDRIVER_OBJECT Driver, PUNICODE_STRING RegistryPath) {
+    UNREFERENCED_PARAMETER(RegistryPath);
+    Driver->DriverUnload = LeakyUnload;
+    g_leaked = ExAllocatePool2(POOL_FLAG_NON_PAGED, 200, 'kaeL');
+    g_leaked_mdl = IoAllocateMdl(g_leaked, 200, FALSE, FALSE, NULL);
+    return g_leaked != NULL ? STATUS_SUCCESS : STATUS_INSUFFICIENT_RESOURCES;
+}
+
+static VOID CleanUnload(PDRIVER_OBJECT Driver) {
+    UNREFERENCED_PARAMETER(Driver);
+    IoFreeMdl(g_leaked_mdl);
+    ExFreePoolWithTag(g_leaked, 'kaeL');
+}
+
+NTSTATUS CleanDriverEntry(PDRIVER_OBJECT Driver, PUNICODE_STRING RegistryPath) {
+    NTSTATUS status = LeakyDriverEntry(Driver, RegistryPath);
+    Driver->DriverUnload = CleanUnload;
+    g_results.registry_path_chars = RegistryPath->Length / sizeof(WCHAR);
+    return status;
+}
+
+/* ---- order among work items, for the scheduler's seeds ---- */
+
+static LONG volatile g_order_next;
+
+static VOID RecordOrder(PVOID Context) {
+    int which = (int)(ULONG_PTR)Context;
+    g_results.order[InterlockedIncrement(&g_order_next) - 1] = which;
+}
+
+VOID ScenarioThreeSystemThreads(VOID) {
+    HANDLE handle;
+    int i;
+    g_order_next = 0;
+    for (i = 0; i < 3; ++i) {
+        PsCreateSystemThread(&handle, THREAD_ALL_ACCESS, NULL, NULL, NULL, RecordOrder, (PVOID)(ULONG_PTR)(i + 1));
+        ZwClose(handle);
+    }
+}

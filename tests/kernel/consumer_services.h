@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/* The C scenarios of consumer_services.c, for the C++ test that runs them. Plain C types only, so
+ * the C++ side does not include the WDK headers. */
+#ifndef NDKSIM_TESTS_KERNEL_CONSUMER_SERVICES_H_
+#define NDKSIM_TESTS_KERNEL_CONSUMER_SERVICES_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct KernelTestResults {
+    uint32_t if_index;
+    uint32_t ndk_dispatch_bytes;
+    int32_t loopback_open_status;
+    int32_t unknown_open_status;
+    uint32_t max_receive_sge;
+    uint8_t dpc_irql;
+    uint8_t work_irql;
+    uint8_t timer_signaled;
+    uint8_t mdl_system_address_matches;
+    uint8_t zeroed;
+    uint8_t acquire_after_rundown;
+    uint64_t start_time;
+    uint64_t dpc_time;
+    uint64_t wake_time;
+    int32_t thread_counter;
+    uint32_t mdl_byte_count;
+    uint32_t mdl_byte_offset;
+    uint32_t registry_path_chars;
+    int order[3];
+} KernelTestResults;
+
+extern KernelTestResults g_results;
+
+struct _DRIVER_OBJECT;
+struct _UNICODE_STRING;
+
+int32_t ScenarioOpenAdapterThroughWsk(uint32_t ipv4_network_order);
+void ScenarioTimerDpc(void);
+int32_t ScenarioWaitTimesOut(void);
+int32_t ScenarioWorkItemFromDpc(struct _DRIVER_OBJECT *driver);
+int32_t ScenarioSystemThreadIsWaitable(void);
+int32_t ScenarioMdlOfPool(void);
+int ScenarioListsKeepOrder(void);
+int32_t ScenarioRundownWaitsForRelease(void);
+void ScenarioThreeSystemThreads(void);
+void ViolationWaitAtDispatch(void);
+void ViolationSpinLockReleasedTwice(void);
+void ViolationPagedCodeAtDispatch(void);
+void ViolationSetEventAfterFree(void);
+void ViolationFreeWithWrongTag(void);
+int32_t LeakyDriverEntry(struct _DRIVER_OBJECT *driver, struct _UNICODE_STRING *registry_path);
+int32_t CleanDriverEntry(struct _DRIVER_OBJECT *driver, struct _UNICODE_STRING *registry_path);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: MIT
+// The WDK services of the kernel environment, driven by C code built against its stand-in headers
+// (tests/kernel/consumer_services.c): what each service does, on simulated time, and what the
+// verifier reports.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "kernel/consumer_services.h"
+#include "ndksim/fabric.h"
+#include "ndksim/kernel/environment.h"
+
+namespace ndksim::kernel {
+namespace {
+
+constexpr std::int32_t kSuccess = 0;
+constexpr std::int32_t kTimeout = 0x102;
+constexpr std::int32_t kNotFound = static_cast<std::int32_t>(0xC0000225u);
+constexpr std::int32_t kNotSupported = static_cast<std::int32_t>(0xC00000BBu);
+
+class KernelServices : public ::testing::Test {
+ protected:
+  KernelServices() {
+    std::memset(&g_results, 0, sizeof(g_results));
+    node0_ = &fabric_.AddNode({"initiator", {"192.0.2.1"}});
+    node1_ = &fabric_.AddNode({"target", {"192.0.2.2"}});
+  }
+
+  // Runs `body` as a kernel thread on node 0's machine until every thread has ended.
+  void RunOnNode0(const std::function<void()>& body) {
+    env_.StartThread("test", body, node0_);
+    env_.Run();
+  }
+
+  // The check a violation scenario fails with; the message must name the C file's site.
+  std::string ViolationOf(void (*scenario)()) {
+    try {
+      RunOnNode0(scenario);
+    } catch (const VerifierError& e) {
+      EXPECT_NE(std::string(e.what()).find("consumer_services.c:"), std::string::npos) << e.what();
+      return e.Check();
+    }
+    return "none";
+  }
+
+  Fabric fabric_{FabricConfig{.seed = 5, .profile = profiles::kConnectX100GbeRoce}};
+  Node* node0_ = nullptr;
+  Node* node1_ = nullptr;
+  Environment env_{fabric_, EnvironmentConfig{.seed = 11}};
+};
+
+TEST_F(KernelServices, AnAdapterOpensThroughWskByTheInterfaceIndexOfTheNodesAddress) {
+  std::int32_t status = -1;
+  RunOnNode0([&] { status = ScenarioOpenAdapterThroughWsk(inet_addr("192.0.2.1")); });
+  EXPECT_EQ(status, kSuccess);
+  EXPECT_EQ(g_results.if_index, env_.IfIndexOf(*node0_));
+  EXPECT_EQ(g_results.ndk_dispatch_bytes, 2 * sizeof(void*));
+  EXPECT_GT(g_results.max_receive_sge, 0u);
+}
+
+TEST_F(KernelServices, TheLoopbackHasNoNdkAndAnotherMachinesIndexIsNotFound) {
+  RunOnNode0([&] { (void)ScenarioOpenAdapterThroughWsk(inet_addr("192.0.2.1")); });
+  EXPECT_EQ(g_results.loopback_open_status, kNotSupported);
+  EXPECT_EQ(g_results.unknown_open_status, kNotFound);  // node 1's index, seen from node 0
+  EXPECT_EQ(g_results.if_index + 1, env_.IfIndexOf(*node1_));
+}
+
+TEST_F(KernelServices, ATimerDpcRunsAtDispatchLevelAtItsSimulatedDueTime) {
+  RunOnNode0([] { ScenarioTimerDpc(); });
+  EXPECT_EQ(g_results.dpc_irql, 2);
+  EXPECT_EQ(g_results.dpc_time - g_results.start_time, 1000u);  // 100 us in 100-ns units
+  EXPECT_EQ(g_results.wake_time, g_results.dpc_time);
+  EXPECT_EQ(g_results.timer_signaled, 1);
+}
+
+TEST_F(KernelServices, AWaitWithARelativeTimeoutReturnsTimeoutAtItsDeadline) {
+  std::int32_t status = -1;
+  RunOnNode0([&] { status = ScenarioWaitTimesOut(); });
+  EXPECT_EQ(status, kTimeout);
+  EXPECT_EQ(g_results.wake_time - g_results.start_time, 250u);
+}
+
+TEST_F(KernelServices, AWorkItemQueuedFromADpcRunsAtPassiveLevel) {
+  _DRIVER_OBJECT* driver = env_.LoadDriver(*node0_, "work", &CleanDriverEntry);
+  env_.Run();
+  std::int32_t status = -1;
+  RunOnNode0([&] { status = ScenarioWorkItemFromDpc(driver); });
+  EXPECT_EQ(status, kSuccess);
+  EXPECT_EQ(g_results.work_irql, 0);
+}
+
+TEST_F(KernelServices, ASystemThreadsObjectIsSignaledWhenItTerminates) {
+  std::int32_t status = -1;
+  RunOnNode0([&] { status = ScenarioSystemThreadIsWaitable(); });
+  EXPECT_EQ(status, kSuccess);
+  EXPECT_EQ(g_results.thread_counter, 2);
+}
+
+TEST_F(KernelServices, AnMdlOfNonpagedPoolMapsTheBufferItDescribes) {
+  std::int32_t status = -1;
+  RunOnNode0([&] { status = ScenarioMdlOfPool(); });
+  EXPECT_EQ(status, kSuccess);
+  EXPECT_EQ(g_results.mdl_system_address_matches, 1);
+  EXPECT_EQ(g_results.mdl_byte_count, 8192u);
+  EXPECT_EQ(g_results.mdl_byte_offset, 100u);
+  EXPECT_EQ(g_results.zeroed, 1);
+  EXPECT_EQ(env_.PoolUsage().at("Test").allocations, 0u);
+  EXPECT_EQ(env_.PoolUsage().at("Test").total_allocations, 1u);
+}
+
+TEST_F(KernelServices, ListOperationsKeepInsertionOrder) {
+  int sum = 0;
+  RunOnNode0([&] { sum = ScenarioListsKeepOrder(); });
+  EXPECT_EQ(sum, 13);
+}
+
+TEST_F(KernelServices, RundownWaitsUntilTheLastReferenceIsReleased) {
+  std::int32_t status = -1;
+  RunOnNode0([&] { status = ScenarioRundownWaitsForRelease(); });
+  EXPECT_EQ(status, kSuccess);
+  EXPECT_EQ(g_results.wake_time - g_results.start_time, 500u);
+  EXPECT_EQ(g_results.acquire_after_rundown, 0);
+}
+
+TEST_F(KernelServices, VerifierReportsAWaitAtDispatchLevel) { EXPECT_EQ(ViolationOf(&ViolationWaitAtDispatch), "IRQL"); }
+
+TEST_F(KernelServices, VerifierReportsASpinLockReleasedTwice) {
+  EXPECT_EQ(ViolationOf(&ViolationSpinLockReleasedTwice), "SPIN_LOCK");
+}
+
+TEST_F(KernelServices, VerifierReportsPagedCodeAtRaisedIrql) {
+  EXPECT_EQ(ViolationOf(&ViolationPagedCodeAtDispatch), "IRQL");
+}
+
+TEST_F(KernelServices, VerifierReportsAnEventSetAfterItsPoolWasFreed) {
+  EXPECT_EQ(ViolationOf(&ViolationSetEventAfterFree), "USE_AFTER_FREE");
+}
+
+TEST_F(KernelServices, VerifierReportsPoolFreedWithTheWrongTag) {
+  EXPECT_EQ(ViolationOf(&ViolationFreeWithWrongTag), "POOL");
+}
+
+TEST_F(KernelServices, VerifierReportsPoolAndAnMdlLeakedAtUnloadByTag) {
+  _DRIVER_OBJECT* driver = env_.LoadDriver(*node0_, "leaky", &LeakyDriverEntry);
+  env_.Run();
+  ASSERT_EQ(env_.DriverStatus(driver), kSuccess);
+  env_.UnloadDriver(driver);
+  try {
+    env_.Run();
+    FAIL() << "the leak was not reported";
+  } catch (const VerifierError& e) {
+    EXPECT_EQ(e.Check(), "LEAK");
+    const std::string what = e.what();
+    EXPECT_NE(what.find("pool tag 'Leak': 1 allocation(s), 200 bytes"), std::string::npos) << what;
+    EXPECT_NE(what.find("MDL allocated at"), std::string::npos) << what;
+  }
+}
+
+TEST_F(KernelServices, ADriverThatFreesEverythingUnloadsSilently) {
+  _DRIVER_OBJECT* driver = env_.LoadDriver(*node0_, "clean", &CleanDriverEntry);
+  env_.Run();
+  env_.UnloadDriver(driver);
+  EXPECT_NO_THROW(env_.Run());
+  EXPECT_EQ(env_.PoolUsage().at("Leak").allocations, 0u);
+  EXPECT_EQ(g_results.registry_path_chars, std::strlen("\\Registry\\Machine\\System\\CurrentControlSet\\Services\\clean"));
+}
+
+// The order three system threads run in, for one seed.
+std::string OrderFor(std::uint64_t seed) {
+  std::memset(&g_results, 0, sizeof(g_results));
+  Fabric fabric(FabricConfig{.seed = 1, .profile = profiles::kFunctional});
+  Environment env(fabric, EnvironmentConfig{.seed = seed});
+  env.Run("test", [] { ScenarioThreeSystemThreads(); });
+  return std::to_string(g_results.order[0]) + std::to_string(g_results.order[1]) + std::to_string(g_results.order[2]);
+}
+
+TEST(KernelSchedule, TheSameSeedGivesTheSameInterleaving) {
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) EXPECT_EQ(OrderFor(seed), OrderFor(seed)) << "seed " << seed;
+}
+
+TEST(KernelSchedule, SeedsExploreDifferentOrdersOfRunnableThreads) {
+  std::set<std::string> orders;
+  for (std::uint64_t seed = 1; seed <= 32; ++seed) orders.insert(OrderFor(seed));
+  EXPECT_EQ(orders.size(), 6u);  // every permutation of three threads
+}
+
+}  // namespace
+}  // namespace ndksim::kernel
