@@ -167,6 +167,18 @@ TEST_F(KernelServices, ADriverThatFreesEverythingUnloadsSilently) {
   EXPECT_EQ(g_results.registry_path_chars, std::strlen("\\Registry\\Machine\\System\\CurrentControlSet\\Services\\clean"));
 }
 
+// A timer another driver keeps set (in its own static storage, not pool) is not the unloading
+// driver's leak.
+TEST_F(KernelServices, AnotherDriversTimerIsNotTheUnloadingDriversLeak) {
+  _DRIVER_OBJECT* heartbeat = env_.LoadDriver(*node0_, "heartbeat", &HeartbeatDriverEntry);
+  _DRIVER_OBJECT* clean = env_.LoadDriver(*node0_, "clean", &CleanDriverEntry);
+  env_.Run();
+  env_.UnloadDriver(clean);
+  EXPECT_NO_THROW(env_.Run());
+  env_.UnloadDriver(heartbeat);
+  EXPECT_NO_THROW(env_.Run());
+}
+
 // The order three system threads run in, for one seed.
 std::string OrderFor(std::uint64_t seed) {
   std::memset(&g_results, 0, sizeof(g_results));

@@ -179,14 +179,11 @@ void Environment::Impl::CheckDriverLeftNothing(Driver& d) {
       left.push_back(fmt::format("system thread '{}' still running", c.name));
     }
   }
-  for (PKTIMER t : timers) {
-    std::uintptr_t start = 0;
-    const PoolBlock* b = FindBlock(t, &start);
-    if (b == nullptr || b->driver == &d) left.push_back("a timer still set");
+  for (const ActiveTimer& t : timers) {
+    if (t.driver == &d) left.push_back("a timer still set");
   }
   for (PKDPC p : dpcs) {
-    (void)p;
-    left.push_back("a DPC still queued");
+    if (reinterpret_cast<Driver*>(p->ProcessorHistory) == &d) left.push_back("a DPC still queued");
   }
   for (PDEVICE_OBJECT dev = d.object.DeviceObject; dev != nullptr; dev = dev->NextDevice) {
     left.push_back("a device not deleted (IoDeleteDevice)");
@@ -265,12 +262,12 @@ bool Environment::Impl::SetTimer(PKTIMER timer, LARGE_INTEGER due, LONG period_m
   timer->Period = period_ms;
   timer->Dpc = dpc;
   if (dpc != nullptr && dpc->ProcessorHistory == 0) dpc->ProcessorHistory = reinterpret_cast<KAFFINITY>(Current().driver);
-  timers.push_back(timer);
+  timers.push_back(ActiveTimer{timer, Current().driver});
   return was_set;
 }
 
 bool Environment::Impl::CancelTimer(PKTIMER timer) {
-  const auto it = std::find(timers.begin(), timers.end(), timer);
+  const auto it = std::find_if(timers.begin(), timers.end(), [timer](const ActiveTimer& t) { return t.timer == timer; });
   if (it == timers.end()) return false;
   timers.erase(it);
   return true;
@@ -278,7 +275,8 @@ bool Environment::Impl::CancelTimer(PKTIMER timer) {
 
 std::optional<TimePoint> Environment::Impl::NextTimerDue() const {
   std::optional<TimePoint> next;
-  for (PKTIMER t : timers) {
+  for (const ActiveTimer& a : timers) {
+    const PKTIMER t = a.timer;
     const TimePoint due = TimePoint{} + Duration(static_cast<std::int64_t>(t->DueTime.QuadPart));
     if (!next || due < *next) next = due;
   }
@@ -289,19 +287,22 @@ bool Environment::Impl::ExpireTimers(TimePoint now) {
   bool any = false;
   // In due order (ties: in the order they were set), so the same seed gives the same run.
   for (;;) {
-    PKTIMER first = nullptr;
-    for (PKTIMER t : timers) {
-      if (t->DueTime.QuadPart <= static_cast<ULONGLONG>(now.time_since_epoch().count()) &&
-          (first == nullptr || t->DueTime.QuadPart < first->DueTime.QuadPart)) {
-        first = t;
+    auto earliest = timers.end();
+    for (auto it = timers.begin(); it != timers.end(); ++it) {
+      const ULONGLONG due = it->timer->DueTime.QuadPart;
+      if (due <= static_cast<ULONGLONG>(now.time_since_epoch().count()) &&
+          (earliest == timers.end() || due < earliest->timer->DueTime.QuadPart)) {
+        earliest = it;
       }
     }
-    if (first == nullptr) return any;
+    if (earliest == timers.end()) return any;
     any = true;
-    timers.erase(std::find(timers.begin(), timers.end(), first));
+    const ActiveTimer fired = *earliest;
+    const PKTIMER first = fired.timer;
+    timers.erase(earliest);
     if (first->Period > 0) {
       first->DueTime.QuadPart += static_cast<ULONGLONG>(first->Period) * 1'000'000'000ULL;
-      timers.push_back(first);
+      timers.push_back(fired);
     }
     dispatcher.SetEvent(*reinterpret_cast<DispatcherObject*>(&first->Header));
     if (first->Dpc != nullptr && first->Dpc->DpcData == nullptr) {
@@ -434,8 +435,8 @@ void Environment::Impl::Free(void* p, std::optional<ULONG> tag, const Site& at, 
     const auto a = reinterpret_cast<std::uintptr_t>(q);
     return a >= start && a < end;
   };
-  for (PKTIMER t : timers) {
-    if (inside(t)) Fail("POOL", "pool freed with a timer in it still set (TIMER_OR_DPC_INVALID)", at);
+  for (const ActiveTimer& t : timers) {
+    if (inside(t.timer)) Fail("POOL", "pool freed with a timer in it still set (TIMER_OR_DPC_INVALID)", at);
   }
   for (PKDPC d : dpcs) {
     if (inside(d)) Fail("POOL", "pool freed with a DPC in it still queued (TIMER_OR_DPC_INVALID)", at);

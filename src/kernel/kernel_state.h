@@ -172,7 +172,11 @@ struct Environment::Impl {
   Site site;
 
   std::vector<PKDPC> dpcs;               // queued, in queuing order
-  std::vector<PKTIMER> timers;           // set
+  struct ActiveTimer {
+    PKTIMER timer = nullptr;
+    Driver* driver = nullptr;  // the driver that set it
+  };
+  std::vector<ActiveTimer> timers;       // set, in the order they were set
   std::deque<Work> work;                 // queued, not yet taken
   std::vector<Scheduler::ThreadId> idle_workers;
   std::uint32_t workers = 0;

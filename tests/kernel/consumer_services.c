@@ -333,3 +333,22 @@ VOID ScenarioThreeSystemThreads(VOID) {
         ZwClose(handle);
     }
 }
+
+/* ---- a driver whose periodic timer stays set while it is loaded ---- */
+
+static KTIMER g_heartbeat;
+
+static VOID HeartbeatUnload(PDRIVER_OBJECT Driver) {
+    UNREFERENCED_PARAMETER(Driver);
+    KeCancelTimer(&g_heartbeat);
+}
+
+NTSTATUS HeartbeatDriverEntry(PDRIVER_OBJECT Driver, PUNICODE_STRING RegistryPath) {
+    LARGE_INTEGER due;
+    UNREFERENCED_PARAMETER(RegistryPath);
+    Driver->DriverUnload = HeartbeatUnload;
+    KeInitializeTimerEx(&g_heartbeat, NotificationTimer);
+    due.QuadPart = -10000; /* 1 ms, then every 1 ms */
+    KeSetTimerEx(&g_heartbeat, due, 1, NULL);
+    return STATUS_SUCCESS;
+}

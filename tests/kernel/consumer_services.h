@@ -53,6 +53,7 @@ void ViolationSetEventAfterFree(void);
 void ViolationFreeWithWrongTag(void);
 int32_t LeakyDriverEntry(struct _DRIVER_OBJECT *driver, struct _UNICODE_STRING *registry_path);
 int32_t CleanDriverEntry(struct _DRIVER_OBJECT *driver, struct _UNICODE_STRING *registry_path);
+int32_t HeartbeatDriverEntry(struct _DRIVER_OBJECT *driver, struct _UNICODE_STRING *registry_path);
 
 #ifdef __cplusplus
 }
