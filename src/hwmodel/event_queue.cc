@@ -66,8 +66,9 @@ const EventQueue::Entry* EventQueue::EarliestLater() const {
   return c;
 }
 
-EventQueue::Entry EventQueue::PopEarliestLater() {
-  const std::size_t b = FirstBucket();
+EventQueue::Entry EventQueue::PopEarliestLater() { return PopEarliestLaterFrom(FirstBucket()); }
+
+EventQueue::Entry EventQueue::PopEarliestLaterFrom(std::size_t b) {
   if (b < kCalendarBuckets && (heap_.empty() || !Later{}(BucketFront(b), heap_.front()))) {
     return PopBucket(b);
   }
@@ -125,14 +126,7 @@ void EventQueue::RunEarliestLater() {
   // first of its instant: it runs now, and any others of the instant wait in the FIFOs after it.
   // Those are at the front of the same bucket (a bucket is one stretch of time) or of the heap.
   const std::size_t b = FirstBucket();
-  Entry e;
-  if (b < kCalendarBuckets && (heap_.empty() || !Later{}(BucketFront(b), heap_.front()))) {
-    e = PopBucket(b);
-  } else {
-    std::pop_heap(heap_.begin(), heap_.end(), Later{});
-    e = heap_.back();
-    heap_.pop_back();
-  }
+  const Entry e = PopEarliestLaterFrom(b);
   now_ = e.when;
   const bool more_now = (b < kCalendarBuckets && buckets_[b].size != 0 && BucketFront(b).when == now_) ||
                         (!heap_.empty() && heap_.front().when == now_);

@@ -227,6 +227,8 @@ class EventQueue {
   // The earliest event after the FIFOs' (calendar or heap), or nullptr; and its removal.
   const Entry* EarliestLater() const;
   Entry PopEarliestLater();
+  // The same, given FirstBucket().
+  Entry PopEarliestLaterFrom(std::size_t first_bucket);
 
   // The calendar tier. Bucket b holds the events whose time t has (t >> kBucketShift) % kBuckets
   // == b; every calendar event lies before CalendarEnd(), less than one lap of buckets after the

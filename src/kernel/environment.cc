@@ -32,6 +32,16 @@ Environment::Impl& CurrentEnvironment() {
   return *current_environment;
 }
 
+const char* Name(BlockKind kind) {
+  switch (kind) {
+    case BlockKind::kPool: return "pool";
+    case BlockKind::kMdl: return "MDL";
+    case BlockKind::kWorkItem: return "IO_WORKITEM";
+    case BlockKind::kDevice: return "device";
+  }
+  return "block";
+}
+
 std::string Describe(const Site& site) {
   if (site.file == nullptr) return "an unknown site (a call through a pointer)";
   return fmt::format("{}:{} in {}", site.file, site.line, site.function != nullptr ? site.function : "?");
@@ -48,14 +58,12 @@ std::string TagName(ULONG tag) {
 
 // ---- construction ------------------------------------------------------------------------------
 
-Environment::Impl::Impl(Environment& owner, Fabric& f, const EnvironmentConfig& c)
-    : self(owner),
-      fabric(f),
+Environment::Impl::Impl(Fabric& f, const EnvironmentConfig& c)
+    : fabric(f),
       config(c),
       scheduler(c.seed, c.stack_bytes),
       dispatcher(scheduler, [this] { return fabric.Now(); }) {
   if (fabric.Running()) throw std::logic_error("the kernel environment needs a fabric in stepped mode");
-  home.name = "dpc";
   scheduler.SetIdleHook([this] { return AdvanceTime(); });
   previous = current_environment;
   current_environment = this;
@@ -73,35 +81,33 @@ Environment::Impl::~Impl() {
   current_environment = previous;
 }
 
-Context& Environment::Impl::Current() {
-  if (!scheduler.InThread()) return home;
-  return contexts[scheduler.Current()];
+const std::string& Environment::Impl::CurrentName() const {
+  static const std::string dpc = "dpc";
+  return scheduler.InThread() ? scheduler.NameOf(scheduler.Current()) : dpc;
 }
 
 Scheduler::ThreadId Environment::Impl::StartKernelThread(std::string name, Node* machine, Driver* driver,
                                                          std::function<void()> body, ThreadObject* object) {
-  const std::string label = name;
   const Scheduler::ThreadId id = scheduler.Create(std::move(name), [this, body = std::move(body)] {
-    const Scheduler::ThreadId me = scheduler.Current();
     try {
       body();
     } catch (const PsTerminated&) {
       // PsTerminateSystemThread: the thread ends here.
     }
-    Context& c = contexts[me];
+    Context& c = Current();
     if (c.irql != PASSIVE_LEVEL || !c.held.empty()) {
-      Fail("IRQL", fmt::format("kernel thread '{}' ended at IRQL {} holding {} spin lock(s)", c.name, c.irql, c.held.size()),
+      Fail("IRQL", fmt::format("kernel thread '{}' ended at IRQL {} holding {} spin lock(s)", CurrentName(), c.irql,
+                               c.held.size()),
            Site{});
     }
     if (c.object != nullptr) {
-      dispatcher.SetEvent(*reinterpret_cast<DispatcherObject*>(&c.object->header));
+      dispatcher.SetEvent(ObjectOf(c.object));
       c.object->id = Scheduler::kNone;
     }
   });
-  Context& c = contexts[id];
+  Context& c = ContextOf(id);
   c.machine = machine;
   c.driver = driver;
-  c.name = label;
   c.object = object;
   if (object != nullptr) object->id = id;
   return id;
@@ -111,17 +117,23 @@ Scheduler::ThreadId Environment::Impl::StartKernelThread(std::string name, Node*
 
 Site Environment::Impl::TakeSite() { return std::exchange(site, Site{}); }
 
+VerifierError Environment::Impl::MakeError(const std::string& check, const std::string& what, const Site& at) {
+  return VerifierError(check, fmt::format("driver verifier ({}): {}, at {}, on {} at IRQL {} (seed {})", check, what,
+                                          Describe(at),
+                                          scheduler.InThread() ? "kernel thread '" + CurrentName() + "'" : "the DPC context",
+                                          Current().irql, config.seed));
+}
+
 void Environment::Impl::Fail(const std::string& check, const std::string& what, const Site& at) {
   if (failed) return;
-  const Context& c = Current();
-  VerifierError error(check, fmt::format("driver verifier ({}): {}, at {}, on {} at IRQL {} (seed {})", check, what,
-                                         Describe(at), scheduler.InThread() ? "kernel thread '" + c.name + "'" : "the DPC context",
-                                         c.irql, config.seed));
-  if (scheduler.InThread()) {
-    failed = true;
-    throw error;
-  }
-  if (!pending_failure) pending_failure = std::move(error);
+  if (scheduler.InThread()) FailFatal(check, what, at);
+  if (!pending_failure) pending_failure = MakeError(check, what, at);
+}
+
+void Environment::Impl::FailFatal(const std::string& check, const std::string& what, const Site& at) {
+  VerifierError error = MakeError(check, what, at);
+  failed = true;
+  throw error;
 }
 
 void Environment::Impl::ThrowPendingFailure() {
@@ -152,19 +164,39 @@ void Environment::Impl::CheckLiveObject(const void* object, const char* service,
   }
 }
 
+NTSTATUS Environment::Impl::Wait(std::span<DispatcherObject* const> objects, WaitType type, PLARGE_INTEGER timeout,
+                                 const Site& at, const char* service) {
+  const KIRQL irql = Current().irql;
+  const bool zero = timeout != nullptr && timeout->QuadPart == 0;
+  if (irql > DISPATCH_LEVEL || (irql == DISPATCH_LEVEL && !zero)) {
+    Fail("IRQL", fmt::format("{} at IRQL {} {}", service, irql, zero ? "" : "with a timeout that is not zero"), at);
+    return STATUS_TIMEOUT;
+  }
+  for (DispatcherObject* o : objects) CheckLiveObject(o, service, at);
+  std::optional<TimePoint> deadline;
+  if (timeout != nullptr) deadline = zero ? fabric.Now() : DeadlineOf(*timeout);
+  if (!scheduler.InThread() && !(deadline && *deadline <= fabric.Now())) {
+    Fail("IRQL", fmt::format("{} that would block, outside a kernel thread", service), at);
+    return STATUS_TIMEOUT;
+  }
+  const WaitOutcome outcome = dispatcher.Wait(objects, type, deadline);
+  if (outcome.timed_out) return STATUS_TIMEOUT;
+  return type == WaitType::kAny ? static_cast<NTSTATUS>(STATUS_WAIT_0 + outcome.index) : STATUS_SUCCESS;
+}
+
 void Environment::Impl::CheckDriverLeftNothing(Driver& d) {
   std::vector<std::string> left;
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> by_tag;
   std::vector<std::string> pool_sites;
   for (const auto& [start, b] : pool) {
     if (b.freed || b.driver != &d) continue;
-    if (b.what == "pool") {
+    if (b.kind == BlockKind::kPool) {
       auto& [count, bytes] = by_tag[TagName(b.tag)];
       ++count;
       bytes += b.size;
       if (pool_sites.size() < 8) pool_sites.push_back(Describe(b.site));
     } else {
-      left.push_back(fmt::format("an {} allocated at {}", b.what, Describe(b.site)));
+      left.push_back(fmt::format("an {} allocated at {}", Name(b.kind), Describe(b.site)));
     }
   }
   for (const auto& [tag, usage] : by_tag) {
@@ -174,9 +206,10 @@ void Environment::Impl::CheckDriverLeftNothing(Driver& d) {
   for (const Work& w : work) {
     if (w.driver == &d) left.push_back("a queued work item");
   }
-  for (const auto& [id, c] : contexts) {
+  for (Scheduler::ThreadId id = 0; id < contexts.size(); ++id) {
+    const Context& c = contexts[id];
     if (c.driver == &d && c.object != nullptr && c.object->id != Scheduler::kNone) {
-      left.push_back(fmt::format("system thread '{}' still running", c.name));
+      left.push_back(fmt::format("system thread '{}' still running", scheduler.NameOf(id)));
     }
   }
   for (const ActiveTimer& t : timers) {
@@ -304,7 +337,7 @@ bool Environment::Impl::ExpireTimers(TimePoint now) {
       first->DueTime.QuadPart += static_cast<ULONGLONG>(first->Period) * 1'000'000'000ULL;
       timers.push_back(fired);
     }
-    dispatcher.SetEvent(*reinterpret_cast<DispatcherObject*>(&first->Header));
+    dispatcher.SetEvent(ObjectOf(first));
     if (first->Dpc != nullptr && first->Dpc->DpcData == nullptr) {
       const ULONGLONG system_time = kSystemTimeEpoch + InterruptTime();
       first->Dpc->SystemArgument1 = reinterpret_cast<PVOID>(static_cast<ULONG_PTR>(system_time & 0xFFFFFFFFu));
@@ -334,7 +367,7 @@ void Environment::Impl::QueueWork(Work w) {
 }
 
 void Environment::Impl::WorkerMain(Scheduler::ThreadId self_id) {
-  Context& c = contexts[self_id];
+  Context& c = ContextOf(self_id);
   for (;;) {
     while (work.empty()) {
       idle_workers.push_back(self_id);
@@ -378,9 +411,9 @@ PoolBlock* Environment::Impl::FindBlock(const void* p, std::uintptr_t* start) {
   return &it->second;
 }
 
-void* Environment::Impl::Allocate(std::size_t bytes, ULONG tag, bool zero, bool paged, const Site& at, std::string what) {
+void* Environment::Impl::Allocate(std::size_t bytes, ULONG tag, bool zero, bool paged, const Site& at, BlockKind kind) {
   RequireIrqlAtMost(paged ? APC_LEVEL : DISPATCH_LEVEL, paged ? "allocating paged pool" : "allocating nonpaged pool", at);
-  if (tag == 0 && what == "pool") Fail("POOL", "pool allocated with tag 0 (BAD_POOL_CALLER)", at);
+  if (tag == 0 && kind == BlockKind::kPool) Fail("POOL", "pool allocated with tag 0 (BAD_POOL_CALLER)", at);
   if (bytes > (std::size_t{1} << 40)) return nullptr;
   // As on Windows, an allocation of a page or more starts on a page.
   const std::size_t alignment = bytes >= PAGE_SIZE ? PAGE_SIZE : kPoolAlignment;
@@ -393,11 +426,11 @@ void* Environment::Impl::Allocate(std::size_t bytes, ULONG tag, bool zero, bool 
   b.tag = tag;
   b.driver = Current().driver;
   b.site = at;
-  b.what = std::move(what);
+  b.kind = kind;
   const auto address = reinterpret_cast<std::uintptr_t>(p);
   // The address may be a quarantined block's that was released to the system meanwhile.
   pool[address] = b;
-  if (b.what == "pool") {
+  if (kind == BlockKind::kPool) {
     PoolTagUsage& u = tags[tag];
     ++u.allocations;
     u.bytes += bytes;
@@ -441,7 +474,7 @@ void Environment::Impl::Free(void* p, std::optional<ULONG> tag, const Site& at, 
   for (PKDPC d : dpcs) {
     if (inside(d)) Fail("POOL", "pool freed with a DPC in it still queued (TIMER_OR_DPC_INVALID)", at);
   }
-  if (b->what == "pool") {
+  if (b->kind == BlockKind::kPool) {
     PoolTagUsage& u = tags[b->tag];
     --u.allocations;
     u.bytes -= b->size;
@@ -473,40 +506,33 @@ bool Environment::Impl::AdvanceTime() {
     ThrowPendingFailure();
     return scheduler.HasRunnable();
   };
-  RunDpcs();
-  if (progress()) return true;
-  const auto next_deadline = [this]() -> std::optional<TimePoint> {
-    std::optional<TimePoint> d = dispatcher.NextDeadline();
-    const std::optional<TimePoint> t = NextTimerDue();
-    if (t && (!d || *t < *d)) d = t;
-    return d;
-  };
-  std::optional<TimePoint> deadline = next_deadline();
-  if (deadline && *deadline <= fabric.Now()) {
+  // The waits and timers due by now end, and the DPCs that queues run.
+  const auto expire_due = [&] {
     bool woke = dispatcher.ExpireDue(fabric.Now());
     woke = ExpireTimers(fabric.Now()) || woke;
     RunDpcs();
     return progress() || woke;
-  }
+  };
+  RunDpcs();
+  if (progress()) return true;
+  std::optional<TimePoint> deadline = dispatcher.NextDeadline();
+  if (const std::optional<TimePoint> t = NextTimerDue(); t && (!deadline || *t < *deadline)) deadline = t;
+  if (deadline && *deadline <= fabric.Now()) return expire_due();
   // Run the simulation until a callback wakes a kernel thread or queues a DPC, up to the earliest
   // deadline (with none, in steps of a simulated second, for as long as the simulation has work).
   const Duration limit = deadline ? *deadline - fabric.Now() : Milliseconds(1000);
   const RunResult r = fabric.RunUntil([this] { return scheduler.HasRunnable() || !dpcs.empty() || pending_failure; }, limit);
   RunDpcs();
-  if (progress()) return true;
-  if (r.stop == RunStop::kDone) return true;
+  if (progress() || r.stop == RunStop::kDone) return true;
   if (!deadline) return r.stop == RunStop::kTimeLimit;  // idle with nothing to wait for: a deadlock
   if (fabric.Now() < *deadline) fabric.RunFor(*deadline - fabric.Now());
-  bool woke = dispatcher.ExpireDue(fabric.Now());
-  woke = ExpireTimers(fabric.Now()) || woke;
-  RunDpcs();
-  return progress() || woke;
+  return expire_due();
 }
 
 // ---- Environment ----------------------------------------------------------------------------------
 
 Environment::Environment(Fabric& fabric, EnvironmentConfig config)
-    : impl_(std::make_unique<Impl>(*this, fabric, config)) {}
+    : impl_(std::make_unique<Impl>(fabric, config)) {}
 
 Environment::~Environment() = default;
 
@@ -557,7 +583,6 @@ void Environment::UnloadDriver(_DRIVER_OBJECT* object) {
   Impl& s = *impl_;
   s.StartKernelThread(driver->name + "!DriverUnload", driver->node, driver, [&s, driver] {
     driver->object.DriverUnload(&driver->object);
-    driver->unloaded = true;
     s.CheckDriverLeftNothing(*driver);
   });
 }
@@ -583,7 +608,7 @@ void Environment::Run(std::string name, std::function<void()> entry) {
   Run();
 }
 
-std::uint32_t Environment::IfIndexOf(const Node& node) const { return 10 + node.Index(); }
+std::uint32_t Environment::IfIndexOf(const Node& node) const { return Impl::IfIndexOf(node); }
 
 std::map<std::string, PoolTagUsage> Environment::PoolUsage() const {
   std::map<std::string, PoolTagUsage> usage;

@@ -5,12 +5,13 @@
 // the one current on the calling OS thread.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,14 +35,31 @@ std::string TagName(ULONG tag);
 
 struct Driver;
 
+// The C headers' dispatcher objects (KEVENT, KTIMER, a thread object) begin with a
+// DISPATCHER_HEADER, which is the dispatcher's DispatcherObject under its WDK name; and the type
+// numbers the headers name are the dispatcher's kinds.
+static_assert(sizeof(DISPATCHER_HEADER) == sizeof(DispatcherObject));
+static_assert(offsetof(DISPATCHER_HEADER, Type) == offsetof(DispatcherObject, kind));
+static_assert(offsetof(DISPATCHER_HEADER, SignalState) == offsetof(DispatcherObject, signal_state));
+static_assert(offsetof(DISPATCHER_HEADER, WaitListHead) == offsetof(DispatcherObject, first));
+static_assert(offsetof(DISPATCHER_HEADER, WaitListHead) + sizeof(void*) == offsetof(DispatcherObject, last));
+static_assert(NDKSIM_NOTIFICATION_EVENT_OBJECT == static_cast<int>(DispatcherObject::Kind::kNotificationEvent));
+static_assert(NDKSIM_SYNCHRONIZATION_EVENT_OBJECT == static_cast<int>(DispatcherObject::Kind::kSynchronizationEvent));
+static_assert(NDKSIM_NOTIFICATION_TIMER_OBJECT == static_cast<int>(DispatcherObject::Kind::kNotificationTimer));
+static_assert(NDKSIM_SYNCHRONIZATION_TIMER_OBJECT == static_cast<int>(DispatcherObject::Kind::kSynchronizationTimer));
+static_assert(offsetof(KEVENT, Header) == 0 && offsetof(KTIMER, Header) == 0);
+
+// The dispatcher object at the start of a KEVENT, KTIMER or thread object.
+inline DispatcherObject& ObjectOf(void* object) { return *static_cast<DispatcherObject*>(object); }
+
 // A kernel thread's object: what PsCreateSystemThread's handle refers to; signaled when it ends.
 struct ThreadObject {
   DISPATCHER_HEADER header{};
-  Scheduler::ThreadId id = Scheduler::kNone;
+  Scheduler::ThreadId id = Scheduler::kNone;  // kNone once the thread has ended
   std::int64_t references = 0;
   bool handle_open = false;
-  Driver* driver = nullptr;
 };
+static_assert(offsetof(ThreadObject, header) == 0);
 
 // What each execution context (a kernel thread, or the environment's own context where DPCs and
 // the provider's callbacks run) carries.
@@ -50,8 +68,7 @@ struct Context {
   Node* machine = nullptr;
   Driver* driver = nullptr;
   std::vector<PKSPIN_LOCK> held;  // spin locks held, in acquisition order
-  ThreadObject* object = nullptr;
-  std::string name;
+  ThreadObject* object = nullptr;  // a system thread's; nullptr for other threads and the DPC context
 };
 
 struct Driver {
@@ -60,7 +77,6 @@ struct Driver {
   Node* node = nullptr;
   NTSTATUS status = STATUS_PENDING;
   bool unload_queued = false;
-  bool unloaded = false;
   std::u16string registry_text;
   UNICODE_STRING registry_path{};
 };
@@ -88,19 +104,23 @@ struct Work {
   Node* machine = nullptr;
 };
 
+// What a block the environment allocated holds: pool a driver asked for (counted by tag), or an
+// object a service made in pool for it.
+enum class BlockKind : std::uint8_t { kPool, kMdl, kWorkItem, kDevice };
+const char* Name(BlockKind kind);  // "pool", "MDL", "IO_WORKITEM", "device"
+
 struct PoolBlock {
   std::size_t size = 0;
   ULONG tag = 0;
+  BlockKind kind = BlockKind::kPool;
   Driver* driver = nullptr;
   Site site;
   bool freed = false;
   Site freed_at;
-  std::string what;  // "pool", "MDL", "work item": what the block is, for reports
 };
 
 struct WskRegistrationRecord {
   Driver* driver = nullptr;
-  Node* machine = nullptr;
   std::int64_t captures = 0;
   bool deregistered = false;
   DispatcherObject released{};  // signaled while no capture is outstanding
@@ -113,20 +133,41 @@ struct OpenAdapter {
 };
 
 struct Environment::Impl {
-  Impl(Environment& self, Fabric& fabric, const EnvironmentConfig& config);
+  Impl(Fabric& fabric, const EnvironmentConfig& config);
   ~Impl();
 
+  // The interface index of a node's RNIC on its machine.
+  static std::uint32_t IfIndexOf(const Node& node) { return 10 + node.Index(); }
+
   // ---- contexts ----
-  Context& Current();
-  bool InDispatcherContext() const { return !scheduler.InThread(); }
+  Context& Current() {
+    if (!scheduler.InThread()) return home;
+    return ContextOf(scheduler.Current());
+  }
+  Context& ContextOf(Scheduler::ThreadId id) {
+    if (id >= contexts.size()) contexts.resize(id + 1);
+    return contexts[id];
+  }
+  // The running kernel thread's name, or "dpc" on the environment's own context.
+  const std::string& CurrentName() const;
   Scheduler::ThreadId StartKernelThread(std::string name, Node* machine, Driver* driver, std::function<void()> body,
                                         ThreadObject* object = nullptr);
+
+  // ---- waits ----
+  // A wait as KeWaitForSingleObject/KeWaitForMultipleObjects make it: the IRQL rule, the objects
+  // checked for use after free, `timeout` as the WDK gives it (NULL: forever). STATUS_WAIT_0 + the
+  // index (any), STATUS_SUCCESS (all) or STATUS_TIMEOUT.
+  NTSTATUS Wait(std::span<DispatcherObject* const> objects, WaitType type, PLARGE_INTEGER timeout, const Site& site,
+                const char* service);
 
   // ---- the verifier ----
   Site TakeSite();
   // Fails the run: on a kernel thread by throwing VerifierError now; on the environment's own
   // context by recording it (the first one) and throwing once the callback that made it returns.
   void Fail(const std::string& check, const std::string& what, const Site& site);
+  // Fails the run at once wherever it is called (a bug check: the caller cannot go on).
+  [[noreturn]] void FailFatal(const std::string& check, const std::string& what, const Site& site);
+  VerifierError MakeError(const std::string& check, const std::string& what, const Site& site);
   void RequireIrqlAtMost(KIRQL max, const char* service, const Site& site);
   void RequireIrqlExactly(KIRQL irql, const char* service, const Site& site);
   void CheckLiveObject(const void* object, const char* service, const Site& site);
@@ -153,14 +194,13 @@ struct Environment::Impl {
   void WorkerMain(Scheduler::ThreadId self);
 
   // ---- pool ----
-  void* Allocate(std::size_t bytes, ULONG tag, bool zero, bool paged, const Site& site, std::string what);
+  void* Allocate(std::size_t bytes, ULONG tag, bool zero, bool paged, const Site& site, BlockKind kind);
   void Free(void* p, std::optional<ULONG> tag, const Site& site, const char* service);
   PoolBlock* FindBlock(const void* p, std::uintptr_t* start);
 
   // ---- the idle hook: simulated time ----
   bool AdvanceTime();
 
-  Environment& self;
   Fabric& fabric;
   EnvironmentConfig config;
   Scheduler scheduler;
@@ -168,7 +208,7 @@ struct Environment::Impl {
   Environment::Impl* previous = nullptr;  // the environment current before this one
 
   Context home;                          // the environment's own context
-  std::map<Scheduler::ThreadId, Context> contexts;
+  std::deque<Context> contexts;          // by kernel thread id (a deque: references stay valid)
   Site site;
 
   std::vector<PKDPC> dpcs;               // queued, in queuing order
@@ -180,7 +220,6 @@ struct Environment::Impl {
   std::deque<Work> work;                 // queued, not yet taken
   std::vector<Scheduler::ThreadId> idle_workers;
   std::uint32_t workers = 0;
-  std::set<IoWorkItemRecord*> work_items;
 
   std::map<std::uintptr_t, PoolBlock> pool;  // live and recently freed blocks, by start address
   std::deque<std::uintptr_t> quarantine;     // freed blocks, oldest first

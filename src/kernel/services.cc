@@ -14,9 +14,11 @@
 
 using ndksim::kernel::Context;
 using ndksim::kernel::CurrentEnvironment;
+using ndksim::kernel::BlockKind;
 using ndksim::kernel::DispatcherObject;
 using ndksim::kernel::Driver;
 using ndksim::kernel::IoWorkItemRecord;
+using ndksim::kernel::ObjectOf;
 using ndksim::kernel::Site;
 using ndksim::kernel::ThreadObject;
 using ndksim::kernel::WaitOutcome;
@@ -25,8 +27,6 @@ using ndksim::kernel::Work;
 using Impl = ndksim::kernel::Environment::Impl;
 
 namespace {
-
-DispatcherObject& Object(PVOID object) { return *static_cast<DispatcherObject*>(object); }
 
 // A spin lock's value while held: the holder's context.
 ULONG_PTR Holder(Impl& s) { return reinterpret_cast<ULONG_PTR>(&s.Current()); }
@@ -63,26 +63,6 @@ void Release(Impl& s, PKSPIN_LOCK lock, const Site& at, const char* service) {
   *lock = 0;
 }
 
-NTSTATUS WaitOn(Impl& s, std::span<DispatcherObject* const> objects, WaitType type, PLARGE_INTEGER timeout,
-                const Site& at, const char* service) {
-  const KIRQL irql = s.Current().irql;
-  const bool zero = timeout != nullptr && timeout->QuadPart == 0;
-  if (irql > DISPATCH_LEVEL || (irql == DISPATCH_LEVEL && !zero)) {
-    s.Fail("IRQL", fmt::format("{} at IRQL {} {}", service, irql, zero ? "" : "with a timeout that is not zero"), at);
-    return STATUS_TIMEOUT;
-  }
-  for (DispatcherObject* o : objects) s.CheckLiveObject(o, service, at);
-  std::optional<ndksim::TimePoint> deadline;
-  if (timeout != nullptr) deadline = zero ? s.fabric.Now() : s.DeadlineOf(*timeout);
-  if (!s.scheduler.InThread() && !(deadline && *deadline <= s.fabric.Now())) {
-    s.Fail("IRQL", fmt::format("{} that would block, outside a kernel thread", service), at);
-    return STATUS_TIMEOUT;
-  }
-  const WaitOutcome outcome = s.dispatcher.Wait(objects, type, deadline);
-  if (outcome.timed_out) return STATUS_TIMEOUT;
-  return type == WaitType::kAny ? static_cast<NTSTATUS>(STATUS_WAIT_0 + outcome.index) : STATUS_SUCCESS;
-}
-
 PVOID AllocatePool(Impl& s, POOL_FLAGS flags, SIZE_T bytes, ULONG tag, const Site& at) {
   const POOL_FLAGS kinds = flags & (POOL_FLAG_NON_PAGED | POOL_FLAG_NON_PAGED_EXECUTE | POOL_FLAG_PAGED);
   if (kinds == 0 || (kinds & (kinds - 1)) != 0) {
@@ -91,7 +71,7 @@ PVOID AllocatePool(Impl& s, POOL_FLAGS flags, SIZE_T bytes, ULONG tag, const Sit
            at);
     return nullptr;
   }
-  PVOID p = s.Allocate(bytes, tag, (flags & POOL_FLAG_UNINITIALIZED) == 0, kinds == POOL_FLAG_PAGED, at, "pool");
+  PVOID p = s.Allocate(bytes, tag, (flags & POOL_FLAG_UNINITIALIZED) == 0, kinds == POOL_FLAG_PAGED, at, BlockKind::kPool);
   if (p == nullptr && (flags & POOL_FLAG_RAISE_ON_FAILURE) != 0) ExRaiseStatus(STATUS_INSUFFICIENT_RESOURCES);
   return p;
 }
@@ -163,9 +143,8 @@ VOID NdksimPagedCode(VOID) {
 
 VOID NdksimFatalListEntryError(PVOID P1, PVOID P2, PVOID P3) {
   Impl& s = CurrentEnvironment();
-  s.Fail("LIST", fmt::format("a corrupt list entry: {} <- {} -> {} (KERNEL_SECURITY_CHECK_FAILURE)", P1, P2, P3),
-         s.TakeSite());
-  throw ndksim::kernel::VerifierError("LIST", "a corrupt list entry");
+  s.FailFatal("LIST", fmt::format("a corrupt list entry: {} <- {} -> {} (KERNEL_SECURITY_CHECK_FAILURE)", P1, P2, P3),
+              s.TakeSite());
 }
 
 VOID NdksimAssertFailed(PCSTR Expression, PCSTR File, ULONG Line, PCSTR Function) {
@@ -175,19 +154,17 @@ VOID NdksimAssertFailed(PCSTR Expression, PCSTR File, ULONG Line, PCSTR Function
 
 VOID KeBugCheckEx(ULONG BugCheckCode, ULONG_PTR P1, ULONG_PTR P2, ULONG_PTR P3, ULONG_PTR P4) {
   Impl& s = CurrentEnvironment();
-  const std::string what = fmt::format("KeBugCheckEx({:#x}, {:#x}, {:#x}, {:#x}, {:#x})", BugCheckCode, P1, P2, P3, P4);
-  s.Fail("BUGCHECK", what, s.TakeSite());
-  throw ndksim::kernel::VerifierError("BUGCHECK", what);
+  s.FailFatal("BUGCHECK", fmt::format("KeBugCheckEx({:#x}, {:#x}, {:#x}, {:#x}, {:#x})", BugCheckCode, P1, P2, P3, P4),
+              s.TakeSite());
 }
 
 VOID KeBugCheck(ULONG BugCheckCode) { KeBugCheckEx(BugCheckCode, 0, 0, 0, 0); }
 
 VOID ExRaiseStatus(NTSTATUS Status) {
   Impl& s = CurrentEnvironment();
-  const std::string what = fmt::format("ExRaiseStatus({:#010x}): structured exceptions are not supported",
-                                       static_cast<ULONG>(Status));
-  s.Fail("RAISE", what, s.TakeSite());
-  throw ndksim::kernel::VerifierError("RAISE", what);
+  s.FailFatal("RAISE",
+              fmt::format("ExRaiseStatus({:#010x}): structured exceptions are not supported", static_cast<ULONG>(Status)),
+              s.TakeSite());
 }
 
 VOID DbgBreakPoint(VOID) {
@@ -203,7 +180,7 @@ ULONG vDbgPrintEx(ULONG ComponentId, ULONG Level, PCCH Format, va_list arglist) 
   std::vsnprintf(text.data(), text.size(), Format, arglist);
   std::string line(text.data());
   while (!line.empty() && line.back() == '\n') line.pop_back();
-  line = fmt::format("[{} ps] {}: {}", s.fabric.Now().time_since_epoch().count(), s.Current().name, line);
+  line = fmt::format("[{} ps] {}: {}", s.fabric.Now().time_since_epoch().count(), s.CurrentName(), line);
   if (s.config.echo_debug_print) std::fprintf(stderr, "%s\n", line.c_str());
   s.debug_log.push_back(std::move(line));
   return STATUS_SUCCESS;
@@ -263,7 +240,7 @@ BOOLEAN RtlEqualUnicodeString(PCUNICODE_STRING String1, PCUNICODE_STRING String2
 
 VOID KeInitializeEvent(PRKEVENT Event, EVENT_TYPE Type, BOOLEAN State) {
   ndksim::kernel::Dispatcher::InitializeEvent(
-      Object(Event),
+      ObjectOf(Event),
       Type == SynchronizationEvent ? DispatcherObject::Kind::kSynchronizationEvent : DispatcherObject::Kind::kNotificationEvent,
       State != FALSE);
 }
@@ -275,11 +252,11 @@ LONG KeSetEvent(PRKEVENT Event, KPRIORITY Increment, BOOLEAN Wait) {
   const Site at = s.TakeSite();
   s.RequireIrqlAtMost(DISPATCH_LEVEL, "KeSetEvent", at);
   s.CheckLiveObject(Event, "KeSetEvent", at);
-  return s.dispatcher.SetEvent(Object(Event));
+  return s.dispatcher.SetEvent(ObjectOf(Event));
 }
 
-LONG KeResetEvent(PRKEVENT Event) { return ndksim::kernel::Dispatcher::ResetEvent(Object(Event)); }
-VOID KeClearEvent(PRKEVENT Event) { Event->Header.SignalState = 0; }
+LONG KeResetEvent(PRKEVENT Event) { return ndksim::kernel::Dispatcher::ResetEvent(ObjectOf(Event)); }
+VOID KeClearEvent(PRKEVENT Event) { (void)ndksim::kernel::Dispatcher::ResetEvent(ObjectOf(Event)); }
 LONG KeReadStateEvent(PRKEVENT Event) { return Event->Header.SignalState; }
 
 NTSTATUS KeWaitForSingleObject(PVOID Object, KWAIT_REASON WaitReason, KPROCESSOR_MODE WaitMode, BOOLEAN Alertable,
@@ -290,7 +267,7 @@ NTSTATUS KeWaitForSingleObject(PVOID Object, KWAIT_REASON WaitReason, KPROCESSOR
   Impl& s = CurrentEnvironment();
   const Site at = s.TakeSite();
   DispatcherObject* const objects[] = {static_cast<DispatcherObject*>(Object)};
-  return WaitOn(s, objects, WaitType::kAny, Timeout, at, "KeWaitForSingleObject");
+  return s.Wait(objects, WaitType::kAny, Timeout, at, "KeWaitForSingleObject");
 }
 
 NTSTATUS KeWaitForMultipleObjects(ULONG Count, PVOID Object[], WAIT_TYPE WaitType, KWAIT_REASON WaitReason,
@@ -311,7 +288,7 @@ NTSTATUS KeWaitForMultipleObjects(ULONG Count, PVOID Object[], WAIT_TYPE WaitTyp
   }
   std::array<DispatcherObject*, MAXIMUM_WAIT_OBJECTS> objects{};
   for (ULONG i = 0; i < Count; ++i) objects[i] = static_cast<DispatcherObject*>(Object[i]);
-  return WaitOn(s, std::span<DispatcherObject* const>(objects.data(), Count),
+  return s.Wait(std::span<DispatcherObject* const>(objects.data(), Count),
                 WaitType == WaitAll ? WaitType::kAll : WaitType::kAny, Timeout, at, "KeWaitForMultipleObjects");
 }
 
@@ -386,50 +363,51 @@ BOOLEAN KeTryToAcquireSpinLockAtDpcLevel(PKSPIN_LOCK SpinLock) {
 
 BOOLEAN KeTestSpinLock(PKSPIN_LOCK SpinLock) { return *SpinLock == 0 ? TRUE : FALSE; }
 
-VOID KeAcquireInStackQueuedSpinLock(PKSPIN_LOCK SpinLock, PKLOCK_QUEUE_HANDLE LockHandle) {
+// The in-stack queued forms: the handle keeps the lock and the IRQL to go back to. `raise`: the
+// caller may be below DISPATCH_LEVEL and is raised to it (otherwise it must be at it already).
+static void AcquireQueued(PKSPIN_LOCK lock, PKLOCK_QUEUE_HANDLE handle, bool raise, const char* service) {
   Impl& s = CurrentEnvironment();
   const Site at = s.TakeSite();
-  s.RequireIrqlAtMost(DISPATCH_LEVEL, "KeAcquireInStackQueuedSpinLock", at);
-  LockHandle->OldIrql = s.Current().irql;
-  LockHandle->LockQueue.Lock = SpinLock;
-  LockHandle->LockQueue.Next = nullptr;
+  if (raise) {
+    s.RequireIrqlAtMost(DISPATCH_LEVEL, service, at);
+  } else {
+    s.RequireIrqlExactly(DISPATCH_LEVEL, service, at);
+  }
+  handle->OldIrql = raise ? s.Current().irql : static_cast<KIRQL>(DISPATCH_LEVEL);
+  handle->LockQueue.Lock = lock;
+  handle->LockQueue.Next = nullptr;
   s.Current().irql = DISPATCH_LEVEL;
-  Acquire(s, SpinLock, at, "KeAcquireInStackQueuedSpinLock");
+  Acquire(s, lock, at, service);
+}
+
+// `lower`: back to the IRQL the handle saved (otherwise the caller stays at DISPATCH_LEVEL).
+static void ReleaseQueued(PKLOCK_QUEUE_HANDLE handle, bool lower, const char* service) {
+  Impl& s = CurrentEnvironment();
+  const Site at = s.TakeSite();
+  PKSPIN_LOCK lock = handle->LockQueue.Lock;
+  if (lock == nullptr) {
+    s.Fail("SPIN_LOCK", fmt::format("{} of a handle that holds no lock (released twice?)", service), at);
+    return;
+  }
+  Release(s, lock, at, service);
+  handle->LockQueue.Lock = nullptr;
+  if (lower) s.SetIrql(handle->OldIrql);
+}
+
+VOID KeAcquireInStackQueuedSpinLock(PKSPIN_LOCK SpinLock, PKLOCK_QUEUE_HANDLE LockHandle) {
+  AcquireQueued(SpinLock, LockHandle, /*raise=*/true, "KeAcquireInStackQueuedSpinLock");
 }
 
 VOID KeReleaseInStackQueuedSpinLock(PKLOCK_QUEUE_HANDLE LockHandle) {
-  Impl& s = CurrentEnvironment();
-  const Site at = s.TakeSite();
-  PKSPIN_LOCK lock = LockHandle->LockQueue.Lock;
-  if (lock == nullptr) {
-    s.Fail("SPIN_LOCK", "KeReleaseInStackQueuedSpinLock of a handle that holds no lock (released twice?)", at);
-    return;
-  }
-  Release(s, lock, at, "KeReleaseInStackQueuedSpinLock");
-  LockHandle->LockQueue.Lock = nullptr;
-  s.SetIrql(LockHandle->OldIrql);
+  ReleaseQueued(LockHandle, /*lower=*/true, "KeReleaseInStackQueuedSpinLock");
 }
 
 VOID KeAcquireInStackQueuedSpinLockAtDpcLevel(PKSPIN_LOCK SpinLock, PKLOCK_QUEUE_HANDLE LockHandle) {
-  Impl& s = CurrentEnvironment();
-  const Site at = s.TakeSite();
-  s.RequireIrqlExactly(DISPATCH_LEVEL, "KeAcquireInStackQueuedSpinLockAtDpcLevel", at);
-  LockHandle->OldIrql = DISPATCH_LEVEL;
-  LockHandle->LockQueue.Lock = SpinLock;
-  LockHandle->LockQueue.Next = nullptr;
-  Acquire(s, SpinLock, at, "KeAcquireInStackQueuedSpinLockAtDpcLevel");
+  AcquireQueued(SpinLock, LockHandle, /*raise=*/false, "KeAcquireInStackQueuedSpinLockAtDpcLevel");
 }
 
 VOID KeReleaseInStackQueuedSpinLockFromDpcLevel(PKLOCK_QUEUE_HANDLE LockHandle) {
-  Impl& s = CurrentEnvironment();
-  const Site at = s.TakeSite();
-  PKSPIN_LOCK lock = LockHandle->LockQueue.Lock;
-  if (lock == nullptr) {
-    s.Fail("SPIN_LOCK", "KeReleaseInStackQueuedSpinLockFromDpcLevel of a handle that holds no lock", at);
-    return;
-  }
-  Release(s, lock, at, "KeReleaseInStackQueuedSpinLockFromDpcLevel");
-  LockHandle->LockQueue.Lock = nullptr;
+  ReleaseQueued(LockHandle, /*lower=*/false, "KeReleaseInStackQueuedSpinLockFromDpcLevel");
 }
 
 // ---- DPCs and timers ----
@@ -482,7 +460,7 @@ VOID KeFlushQueuedDpcs(VOID) {
 VOID KeInitializeTimerEx(PKTIMER Timer, TIMER_TYPE Type) {
   std::memset(Timer, 0, sizeof(*Timer));
   ndksim::kernel::Dispatcher::InitializeEvent(
-      Object(Timer),
+      ObjectOf(Timer),
       Type == SynchronizationTimer ? DispatcherObject::Kind::kSynchronizationTimer : DispatcherObject::Kind::kNotificationTimer,
       false);
 }
@@ -561,11 +539,10 @@ NTSTATUS PsCreateSystemThread(PHANDLE ThreadHandle, ULONG DesiredAccess, POBJECT
   }
   auto object = std::make_unique<ThreadObject>();
   ThreadObject* t = object.get();
-  ndksim::kernel::Dispatcher::InitializeEvent(Object(&t->header), DispatcherObject::Kind::kThread, false);
+  ndksim::kernel::Dispatcher::InitializeEvent(ObjectOf(&t->header), DispatcherObject::Kind::kThread, false);
   t->handle_open = true;
   t->references = 1;
   const Context& creator = s.Current();
-  t->driver = creator.driver;
   s.thread_objects.push_back(std::move(object));
   const std::string owner = creator.driver != nullptr ? creator.driver->name : std::string("system");
   const auto id = s.StartKernelThread(fmt::format("{}!thread {}", owner, s.thread_objects.size()), creator.machine,
@@ -580,10 +557,7 @@ NTSTATUS PsCreateSystemThread(PHANDLE ThreadHandle, ULONG DesiredAccess, POBJECT
 
 NTSTATUS PsTerminateSystemThread(NTSTATUS ExitStatus) {
   Impl& s = CurrentEnvironment();
-  if (!s.scheduler.InThread()) {
-    s.Fail("THREAD", "PsTerminateSystemThread outside a system thread", s.TakeSite());
-    throw ndksim::kernel::VerifierError("THREAD", "PsTerminateSystemThread outside a system thread");
-  }
+  if (!s.scheduler.InThread()) s.FailFatal("THREAD", "PsTerminateSystemThread outside a system thread", s.TakeSite());
   throw ndksim::kernel::PsTerminated{ExitStatus};
 }
 
@@ -665,17 +639,17 @@ PVOID ExAllocatePool2(POOL_FLAGS Flags, SIZE_T NumberOfBytes, ULONG Tag) {
 
 PVOID ExAllocatePoolWithTag(POOL_TYPE PoolType, SIZE_T NumberOfBytes, ULONG Tag) {
   Impl& s = CurrentEnvironment();
-  return s.Allocate(NumberOfBytes, Tag, false, PagedType(PoolType), s.TakeSite(), "pool");
+  return s.Allocate(NumberOfBytes, Tag, false, PagedType(PoolType), s.TakeSite(), BlockKind::kPool);
 }
 
 PVOID ExAllocatePoolZero(POOL_TYPE PoolType, SIZE_T NumberOfBytes, ULONG Tag) {
   Impl& s = CurrentEnvironment();
-  return s.Allocate(NumberOfBytes, Tag, true, PagedType(PoolType), s.TakeSite(), "pool");
+  return s.Allocate(NumberOfBytes, Tag, true, PagedType(PoolType), s.TakeSite(), BlockKind::kPool);
 }
 
 PVOID ExAllocatePoolUninitialized(POOL_TYPE PoolType, SIZE_T NumberOfBytes, ULONG Tag) {
   Impl& s = CurrentEnvironment();
-  return s.Allocate(NumberOfBytes, Tag, false, PagedType(PoolType), s.TakeSite(), "pool");
+  return s.Allocate(NumberOfBytes, Tag, false, PagedType(PoolType), s.TakeSite(), BlockKind::kPool);
 }
 
 VOID ExFreePoolWithTag(PVOID P, ULONG Tag) {
@@ -726,7 +700,7 @@ VOID ExWaitForRundownProtectionRelease(PEX_RUNDOWN_REF RunRef) {
   DispatcherObject& done = s.rundown_waits[RunRef];
   ndksim::kernel::Dispatcher::InitializeEvent(done, DispatcherObject::Kind::kNotificationEvent, false);
   DispatcherObject* const objects[] = {&done};
-  (void)WaitOn(s, objects, WaitType::kAny, nullptr, at, "ExWaitForRundownProtectionRelease");
+  (void)s.Wait(objects, WaitType::kAny, nullptr, at, "ExWaitForRundownProtectionRelease");
   s.rundown_waits.erase(RunRef);
 }
 
@@ -744,7 +718,7 @@ NTSTATUS IoCreateDevice(PDRIVER_OBJECT DriverObject, ULONG DeviceExtensionSize, 
   s.RequireIrqlExactly(PASSIVE_LEVEL, "IoCreateDevice", at);
   if (DriverObject == nullptr || DeviceObject == nullptr) return STATUS_INVALID_PARAMETER;
   auto* device = static_cast<PDEVICE_OBJECT>(
-      s.Allocate(sizeof(DEVICE_OBJECT) + DeviceExtensionSize, 0, true, false, at, "device"));
+      s.Allocate(sizeof(DEVICE_OBJECT) + DeviceExtensionSize, 0, true, false, at, BlockKind::kDevice));
   if (device == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
   device->Type = 3;
   device->Size = static_cast<USHORT>(sizeof(DEVICE_OBJECT) + DeviceExtensionSize);
@@ -782,7 +756,7 @@ PIO_WORKITEM IoAllocateWorkItem(PDEVICE_OBJECT DeviceObject) {
     s.Fail("WORK_ITEM", "IoAllocateWorkItem without a device object", at);
     return nullptr;
   }
-  void* memory = s.Allocate(sizeof(IoWorkItemRecord), 0, true, false, at, "IO_WORKITEM");
+  void* memory = s.Allocate(sizeof(IoWorkItemRecord), 0, true, false, at, BlockKind::kWorkItem);
   if (memory == nullptr) return nullptr;
   auto* item = new (memory) IoWorkItemRecord{};
   item->device = DeviceObject;
@@ -867,7 +841,7 @@ PMDL IoAllocateMdl(PVOID VirtualAddress, ULONG Length, BOOLEAN SecondaryBuffer, 
   // One MDL describes at most 4 GiB minus a page (MmSizeOfMdl's limit).
   if (Length == 0 || Length > 0xFFFFFFFFu - PAGE_SIZE) return nullptr;
   const SIZE_T bytes = MmSizeOfMdl(VirtualAddress, Length);
-  auto* mdl = static_cast<PMDL>(s.Allocate(bytes, 0, true, false, at, "MDL"));
+  auto* mdl = static_cast<PMDL>(s.Allocate(bytes, 0, true, false, at, BlockKind::kMdl));
   if (mdl == nullptr) return nullptr;
   MmInitializeMdl(mdl, VirtualAddress, Length);
   mdl->Size = static_cast<CSHORT>(std::min<SIZE_T>(bytes, 0x7FFF));

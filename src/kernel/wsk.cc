@@ -60,7 +60,7 @@ NTSTATUS WskOpenNdkAdapter(PWSK_CLIENT Client, NDK_VERSION NdkVersion, NET_IFIND
   ndksim::Node* machine = Machine(s);
   if (machine == nullptr) return STATUS_NOT_FOUND;
   if (IfIndex == kLoopbackIndex) return STATUS_NOT_SUPPORTED;
-  if (IfIndex != s.self.IfIndexOf(*machine)) return STATUS_NOT_FOUND;
+  if (IfIndex != Impl::IfIndexOf(*machine)) return STATUS_NOT_FOUND;
   NDK_ADAPTER* adapter = nullptr;
   const NTSTATUS status = machine->OpenAdapter(NdkVersion, &adapter);
   if (!NT_SUCCESS(status)) return status;
@@ -115,7 +115,7 @@ struct Interface {
   bool rnic;
 };
 
-std::vector<Interface> InterfacesOf(Impl& s, ndksim::Node* machine) {
+std::vector<Interface> InterfacesOf(ndksim::Node* machine) {
   std::vector<Interface> list;
   Interface loopback{};
   loopback.index = kLoopbackIndex;
@@ -124,7 +124,7 @@ std::vector<Interface> InterfacesOf(Impl& s, ndksim::Node* machine) {
   list.push_back(loopback);
   if (machine != nullptr) {
     Interface nic{};
-    nic.index = s.self.IfIndexOf(*machine);
+    nic.index = Impl::IfIndexOf(*machine);
     nic.luid.Info.IfType = IF_TYPE_ETHERNET_CSMACD;
     nic.luid.Info.NetLuidIndex = nic.index;
     nic.rnic = true;
@@ -193,7 +193,7 @@ bool ParseAddress(const std::string& text, SOCKADDR_INET* out) {
   return false;
 }
 
-std::vector<MIB_UNICASTIPADDRESS_ROW> AddressesOf(Impl& s, ndksim::Node* machine, ADDRESS_FAMILY family) {
+std::vector<MIB_UNICASTIPADDRESS_ROW> AddressesOf(ndksim::Node* machine, ADDRESS_FAMILY family) {
   std::vector<MIB_UNICASTIPADDRESS_ROW> rows;
   const auto add = [&](const std::string& text, const Interface& i) {
     MIB_UNICASTIPADDRESS_ROW row{};
@@ -208,7 +208,7 @@ std::vector<MIB_UNICASTIPADDRESS_ROW> AddressesOf(Impl& s, ndksim::Node* machine
     row.DadState = NldsPreferred;
     rows.push_back(row);
   };
-  const std::vector<Interface> list = InterfacesOf(s, machine);
+  const std::vector<Interface> list = InterfacesOf(machine);
   add("127.0.0.1", list[0]);
   add("::1", list[0]);
   if (machine != nullptr) {
@@ -220,7 +220,8 @@ std::vector<MIB_UNICASTIPADDRESS_ROW> AddressesOf(Impl& s, ndksim::Node* machine
 template <typename Table, typename Row>
 Table* NewTable(Impl& s, const std::vector<Row>& rows) {
   const std::size_t bytes = offsetof(Table, Table) + std::max<std::size_t>(rows.size(), 1) * sizeof(Row);
-  auto* table = static_cast<Table*>(s.Allocate(bytes, 0x4D464E49 /* 'INFM' */, true, false, s.TakeSite(), "pool"));
+  auto* table = static_cast<Table*>(s.Allocate(bytes, 0x4D464E49 /* 'INFM' */, true, false, s.TakeSite(),
+                                                  ndksim::kernel::BlockKind::kPool));
   if (table == nullptr) return nullptr;
   table->NumEntries = static_cast<ULONG>(rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) table->Table[i] = rows[i];
@@ -240,7 +241,6 @@ NTSTATUS WskRegister(PWSK_CLIENT_NPI WskClientNpi, PWSK_REGISTRATION WskRegistra
   if (WSK_MAJOR_VERSION(WskClientNpi->Dispatch->Version) != 1) return STATUS_NOINTERFACE;
   auto record = std::make_unique<WskRegistrationRecord>();
   record->driver = s.Current().driver;
-  record->machine = s.Current().machine;
   ndksim::kernel::Dispatcher::InitializeEvent(record->released, DispatcherObject::Kind::kNotificationEvent, true);
   s.wsk[WskRegistration] = std::move(record);
   std::memset(WskRegistration, 0, sizeof(*WskRegistration));
@@ -256,7 +256,7 @@ NTSTATUS WskCaptureProviderNPI(PWSK_REGISTRATION WskRegistration, ULONG WaitTime
   if (it == s.wsk.end() || WskProviderNpi == nullptr) return STATUS_INVALID_PARAMETER;
   if (it->second->deregistered) return STATUS_DEVICE_NOT_READY;
   ++it->second->captures;
-  it->second->released.signal_state = 0;
+  (void)ndksim::kernel::Dispatcher::ResetEvent(it->second->released);
   WskProviderNpi->Client = ClientOf(WskRegistration);
   WskProviderNpi->Dispatch = &kProviderDispatch;
   return STATUS_SUCCESS;
@@ -285,7 +285,7 @@ VOID WskDeregister(PWSK_REGISTRATION WskRegistration) {
   it->second->deregistered = true;
   // Blocks until every captured NPI has been released.
   DispatcherObject* const objects[] = {&it->second->released};
-  if (it->second->captures > 0) (void)s.dispatcher.Wait(objects, ndksim::kernel::WaitType::kAny, std::nullopt);
+  (void)s.Wait(objects, ndksim::kernel::WaitType::kAny, nullptr, at, "WskDeregister");
   WskRegistration->ReservedRegistrationState = 0;
 }
 
@@ -296,7 +296,7 @@ NETIO_STATUS GetIfTable2Ex(MIB_IF_TABLE_LEVEL Level, PMIB_IF_TABLE2* Table) {
   if (Table == nullptr) return STATUS_INVALID_PARAMETER;
   ndksim::Node* machine = Machine(s);
   std::vector<MIB_IF_ROW2> rows;
-  for (const Interface& i : InterfacesOf(s, machine)) {
+  for (const Interface& i : InterfacesOf(machine)) {
     MIB_IF_ROW2 row;
     FillRow(s, machine, i, &row);
     rows.push_back(row);
@@ -312,7 +312,7 @@ NETIO_STATUS GetIfEntry2(PMIB_IF_ROW2 Row) {
   s.RequireIrqlExactly(PASSIVE_LEVEL, "GetIfEntry2", s.TakeSite());
   if (Row == nullptr) return STATUS_INVALID_PARAMETER;
   ndksim::Node* machine = Machine(s);
-  const std::vector<Interface> list = InterfacesOf(s, machine);
+  const std::vector<Interface> list = InterfacesOf(machine);
   const Interface* i = FindInterface(list, &Row->InterfaceLuid, Row->InterfaceIndex);
   if (i == nullptr) return STATUS_NOT_FOUND;
   FillRow(s, machine, *i, Row);
@@ -325,7 +325,7 @@ NETIO_STATUS GetUnicastIpAddressTable(ADDRESS_FAMILY Family, PMIB_UNICASTIPADDRE
   if (Table == nullptr || (Family != AF_UNSPEC && Family != AF_INET && Family != AF_INET6)) {
     return STATUS_INVALID_PARAMETER;
   }
-  const std::vector<MIB_UNICASTIPADDRESS_ROW> rows = AddressesOf(s, Machine(s), Family);
+  const std::vector<MIB_UNICASTIPADDRESS_ROW> rows = AddressesOf(Machine(s), Family);
   if (rows.empty()) return STATUS_NOT_FOUND;
   *Table = NewTable<MIB_UNICASTIPADDRESS_TABLE>(s, rows);
   return *Table != nullptr ? STATUS_SUCCESS : STATUS_INSUFFICIENT_RESOURCES;
@@ -335,7 +335,7 @@ NETIO_STATUS GetUnicastIpAddressEntry(PMIB_UNICASTIPADDRESS_ROW Row) {
   Impl& s = CurrentEnvironment();
   s.RequireIrqlExactly(PASSIVE_LEVEL, "GetUnicastIpAddressEntry", s.TakeSite());
   if (Row == nullptr) return STATUS_INVALID_PARAMETER;
-  for (const MIB_UNICASTIPADDRESS_ROW& r : AddressesOf(s, Machine(s), Row->Address.si_family)) {
+  for (const MIB_UNICASTIPADDRESS_ROW& r : AddressesOf(Machine(s), Row->Address.si_family)) {
     const bool same_interface = (Row->InterfaceLuid.Value != 0 && Row->InterfaceLuid.Value == r.InterfaceLuid.Value) ||
                                 (Row->InterfaceLuid.Value == 0 && Row->InterfaceIndex == r.InterfaceIndex);
     const bool same_address =
@@ -358,7 +358,7 @@ VOID FreeMibTable(PVOID Memory) {
 NETIO_STATUS ConvertInterfaceIndexToLuid(NET_IFINDEX InterfaceIndex, PNET_LUID InterfaceLuid) {
   Impl& s = CurrentEnvironment();
   if (InterfaceLuid == nullptr) return STATUS_INVALID_PARAMETER;
-  const std::vector<Interface> list = InterfacesOf(s, Machine(s));
+  const std::vector<Interface> list = InterfacesOf(Machine(s));
   const Interface* i = FindInterface(list, nullptr, InterfaceIndex);
   if (i == nullptr) {
     InterfaceLuid->Value = 0;
@@ -371,7 +371,7 @@ NETIO_STATUS ConvertInterfaceIndexToLuid(NET_IFINDEX InterfaceIndex, PNET_LUID I
 NETIO_STATUS ConvertInterfaceLuidToIndex(const NET_LUID* InterfaceLuid, PNET_IFINDEX InterfaceIndex) {
   Impl& s = CurrentEnvironment();
   if (InterfaceLuid == nullptr || InterfaceIndex == nullptr) return STATUS_INVALID_PARAMETER;
-  const std::vector<Interface> list = InterfacesOf(s, Machine(s));
+  const std::vector<Interface> list = InterfacesOf(Machine(s));
   const Interface* i = FindInterface(list, InterfaceLuid, 0);
   if (i == nullptr || InterfaceLuid->Value == 0) {
     *InterfaceIndex = NET_IFINDEX_UNSPECIFIED;

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "ndksim/ntstatus.h"
 #include "ndksim/wdk_types.h"
 #include "sal.h"
 
@@ -106,83 +107,6 @@ typedef union _ULARGE_INTEGER {
     } u;
     ULONGLONG QuadPart;
 } ULARGE_INTEGER, *PULARGE_INTEGER;
-
-/* ---- status values the services return (ntstatus.h numbering) ------------------------------- */
-#ifndef STATUS_SUCCESS
-#define STATUS_SUCCESS ((NTSTATUS)0x00000000L)
-#endif
-#ifndef STATUS_WAIT_0
-#define STATUS_WAIT_0 ((NTSTATUS)0x00000000L)
-#endif
-#ifndef STATUS_WAIT_63
-#define STATUS_WAIT_63 ((NTSTATUS)0x0000003FL)
-#endif
-#ifndef STATUS_ABANDONED_WAIT_0
-#define STATUS_ABANDONED_WAIT_0 ((NTSTATUS)0x00000080L)
-#endif
-#ifndef STATUS_USER_APC
-#define STATUS_USER_APC ((NTSTATUS)0x000000C0L)
-#endif
-#ifndef STATUS_ALERTED
-#define STATUS_ALERTED ((NTSTATUS)0x00000101L)
-#endif
-#ifndef STATUS_TIMEOUT
-#define STATUS_TIMEOUT ((NTSTATUS)0x00000102L)
-#endif
-#ifndef STATUS_PENDING
-#define STATUS_PENDING ((NTSTATUS)0x00000103L)
-#endif
-#ifndef STATUS_BUFFER_OVERFLOW
-#define STATUS_BUFFER_OVERFLOW ((NTSTATUS)0x80000005L)
-#endif
-#ifndef STATUS_NO_MORE_ENTRIES
-#define STATUS_NO_MORE_ENTRIES ((NTSTATUS)0x8000001AL)
-#endif
-#ifndef STATUS_UNSUCCESSFUL
-#define STATUS_UNSUCCESSFUL ((NTSTATUS)0xC0000001L)
-#endif
-#ifndef STATUS_NOT_IMPLEMENTED
-#define STATUS_NOT_IMPLEMENTED ((NTSTATUS)0xC0000002L)
-#endif
-#ifndef STATUS_INVALID_HANDLE
-#define STATUS_INVALID_HANDLE ((NTSTATUS)0xC0000008L)
-#endif
-#ifndef STATUS_INVALID_PARAMETER
-#define STATUS_INVALID_PARAMETER ((NTSTATUS)0xC000000DL)
-#endif
-#ifndef STATUS_NO_MEMORY
-#define STATUS_NO_MEMORY ((NTSTATUS)0xC0000017L)
-#endif
-#ifndef STATUS_ACCESS_DENIED
-#define STATUS_ACCESS_DENIED ((NTSTATUS)0xC0000022L)
-#endif
-#ifndef STATUS_BUFFER_TOO_SMALL
-#define STATUS_BUFFER_TOO_SMALL ((NTSTATUS)0xC0000023L)
-#endif
-#ifndef STATUS_OBJECT_TYPE_MISMATCH
-#define STATUS_OBJECT_TYPE_MISMATCH ((NTSTATUS)0xC0000024L)
-#endif
-#ifndef STATUS_OBJECT_NAME_COLLISION
-#define STATUS_OBJECT_NAME_COLLISION ((NTSTATUS)0xC0000035L)
-#endif
-#ifndef STATUS_DELETE_PENDING
-#define STATUS_DELETE_PENDING ((NTSTATUS)0xC0000056L)
-#endif
-#ifndef STATUS_INSUFFICIENT_RESOURCES
-#define STATUS_INSUFFICIENT_RESOURCES ((NTSTATUS)0xC000009AL)
-#endif
-#ifndef STATUS_NOT_SUPPORTED
-#define STATUS_NOT_SUPPORTED ((NTSTATUS)0xC00000BBL)
-#endif
-#ifndef STATUS_CANCELLED
-#define STATUS_CANCELLED ((NTSTATUS)0xC0000120L)
-#endif
-#ifndef STATUS_INVALID_DEVICE_STATE
-#define STATUS_INVALID_DEVICE_STATE ((NTSTATUS)0xC0000184L)
-#endif
-#ifndef STATUS_NOT_FOUND
-#define STATUS_NOT_FOUND ((NTSTATUS)0xC0000225L)
-#endif
 
 /* ---- where a call was made, for verifier reports ---------------------------------------------- */
 /* Records the caller's site for the next service call (the macros below call it). */

@@ -14,12 +14,6 @@ extern "C" {
 #endif
 
 #define WSKAPI
-#ifndef STATUS_DEVICE_NOT_READY
-#define STATUS_DEVICE_NOT_READY ((NTSTATUS)0xC00000A3L)
-#endif
-#ifndef STATUS_NOINTERFACE
-#define STATUS_NOINTERFACE ((NTSTATUS)0xC00002B9L)
-#endif
 
 #define MAKE_WSK_VERSION(Mj, Mn) ((USHORT)((Mj) << 8) | (USHORT)((Mn) & 0xff))
 #define WSK_MAJOR_VERSION(V) ((UCHAR)((V) >> 8))
