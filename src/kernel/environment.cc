@@ -118,8 +118,9 @@ Scheduler::ThreadId Environment::Impl::StartKernelThread(std::string name, Node*
 Site Environment::Impl::TakeSite() { return std::exchange(site, Site{}); }
 
 VerifierError Environment::Impl::MakeError(const std::string& check, const std::string& what, const Site& at) {
-  return VerifierError(check, fmt::format("driver verifier ({}): {}, at {}, on {} at IRQL {} (seed {})", check, what,
-                                          Describe(at),
+  // Checks the environment makes by itself (at a thread's end, at unload) have no call site.
+  const std::string where = at.file != nullptr ? ", at " + Describe(at) : std::string();
+  return VerifierError(check, fmt::format("driver verifier ({}): {}{}, on {} at IRQL {} (seed {})", check, what, where,
                                           scheduler.InThread() ? "kernel thread '" + CurrentName() + "'" : "the DPC context",
                                           Current().irql, config.seed));
 }
