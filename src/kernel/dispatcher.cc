@@ -126,13 +126,17 @@ std::int32_t Dispatcher::SetEvent(DispatcherObject& event) {
   const std::int32_t previous = event.signal_state;
   event.signal_state = 1;
   if (previous != 0) return previous;  // nothing that waits on it can be satisfied now that was not before
-  // The waits this event may complete, in the order they began.
-  std::vector<Waiter*> candidates;
+  // The waits this event may complete, in the order they began. (Releasing one unlinks its wait
+  // blocks, so they are listed first; the lists are members, reused, so a signal allocates
+  // nothing once they have grown. Nothing a release does signals again.)
+  std::vector<Waiter*>& candidates = candidates_;
+  candidates.clear();
   for (WaitBlock* b = event.first; b != nullptr; b = b->next) candidates.push_back(b->waiter);
   if (AutoResets(event.kind)) {
     // One waiter takes the signal. Which one, among those it satisfies, Windows does not promise:
     // the scheduler's seeded choice.
-    std::vector<Waiter*> ready;
+    std::vector<Waiter*>& ready = ready_;
+    ready.clear();
     std::uint32_t index = 0;
     for (Waiter* w : candidates) {
       if (Satisfiable(*w, &index)) ready.push_back(w);
@@ -180,11 +184,16 @@ WaitOutcome Dispatcher::Wait(std::span<DispatcherObject* const> objects, WaitTyp
   w.thread = scheduler_.Current();
   for (WaitBlock& b : w.blocks) Link(b);
   if (deadline) timed_.push_back(&w);
-  std::string what = fmt::format("{} of {}:", type == WaitType::kAny ? "any" : "all", objects.size());
-  for (const WaitBlock& b : w.blocks) what += fmt::format(" {} {}", KindName(b.object->kind), fmt::ptr(b.object));
-  if (deadline) what += fmt::format(", until {} ps", deadline->time_since_epoch().count());
-  scheduler_.Block(std::move(what));
+  scheduler_.Block(&Dispatcher::DescribeWait, &w);
   return w.outcome;
+}
+
+std::string Dispatcher::DescribeWait(const void* waiter) {
+  const auto& w = *static_cast<const Waiter*>(waiter);
+  std::string what = fmt::format("{} of {}:", w.type == WaitType::kAny ? "any" : "all", w.blocks.size());
+  for (const WaitBlock& b : w.blocks) what += fmt::format(" {} {}", KindName(b.object->kind), fmt::ptr(b.object));
+  if (w.deadline) what += fmt::format(", until {} ps", w.deadline->time_since_epoch().count());
+  return what;
 }
 
 std::optional<TimePoint> Dispatcher::NextDeadline() const {

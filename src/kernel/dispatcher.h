@@ -83,12 +83,16 @@ class Dispatcher {
   static void Consume(Waiter& w, std::uint32_t index);
   // Unlinks the waiter's blocks, records the outcome, makes its thread runnable.
   void Release(Waiter& w, WaitOutcome outcome);
+  // A blocked wait's description, for the scheduler's deadlock report.
+  static std::string DescribeWait(const void* waiter);
   static void Link(WaitBlock& b);
   static void Unlink(WaitBlock& b);
 
   Scheduler& scheduler_;
   std::function<TimePoint()> now_;
   std::vector<Waiter*> timed_;  // blocked waits with a deadline
+  std::vector<Waiter*> candidates_;  // SetEvent's working lists
+  std::vector<Waiter*> ready_;
 };
 
 }  // namespace ndksim::kernel

@@ -116,13 +116,19 @@ void Scheduler::SwitchToScheduler(bool ended) {
   Fiber::Switch(*t.fiber, *home_, ended);
 }
 
-void Scheduler::Block(std::string what) {
-  NDKSIM_CHECK(InThread(), "Block outside a kernel thread (waiting on '{}')", what);
+void Scheduler::Block(Describe describe, const void* what) {
+  NDKSIM_CHECK(InThread(), "Block outside a kernel thread (waiting for {})", describe(what));
   Thread& t = *threads_[current_];
   t.state = State::kBlocked;
-  t.waits_for = std::move(what);
+  t.describe = describe;
+  t.waits_for = what;
   SwitchToScheduler(/*ended=*/false);
-  t.waits_for.clear();
+  t.describe = nullptr;
+  t.waits_for = nullptr;
+}
+
+void Scheduler::Block(const char* what) {
+  Block([](const void* text) { return std::string(static_cast<const char*>(text)); }, what);
 }
 
 void Scheduler::Wake(ThreadId thread) {
@@ -150,7 +156,7 @@ std::string Scheduler::DeadlockReport() const {
   std::string report = fmt::format("deadlock (seed {}): every kernel thread is blocked and nothing can wake one", seed_);
   for (const auto& t : threads_) {
     if (t->state != State::kBlocked || t->daemon) continue;
-    report += fmt::format("\n  thread {} '{}' waits for {}", t->id, t->name, t->waits_for);
+    report += fmt::format("\n  thread {} '{}' waits for {}", t->id, t->name, t->describe(t->waits_for));
   }
   return report;
 }

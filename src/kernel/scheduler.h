@@ -59,9 +59,13 @@ class Scheduler {
   bool InThread() const { return current_ != kNone; }
   // Some thread is runnable (the idle hook's question: may it stop making progress?).
   bool HasRunnable() const { return !runnable_.empty(); }
-  // Blocks the running thread; `what` says what it waits for (for deadlock reports). Returns when
-  // some call Wake()s it.
-  void Block(std::string what);
+  // Blocks the running thread until some call Wake()s it. What it waits for is told only if a
+  // deadlock report needs it: describe(what), with `what` alive while the thread is blocked (the
+  // waiter's own stack); so blocking formats nothing and allocates nothing.
+  using Describe = std::string (*)(const void* what);
+  void Block(Describe describe, const void* what);
+  // The same, with a fixed text.
+  void Block(const char* what);
   // Makes a blocked thread runnable again (from a kernel thread or from Run's own context).
   void Wake(ThreadId thread);
   // Lets the scheduler pick again among the runnable threads, the running one included (a
@@ -86,7 +90,8 @@ class Scheduler {
     std::string name;
     Body body;
     State state = State::kRunnable;
-    std::string waits_for;
+    Describe describe = nullptr;  // what a blocked thread waits for, for a deadlock report
+    const void* waits_for = nullptr;
     std::unique_ptr<Fiber> fiber;
     Scheduler* scheduler = nullptr;
     bool daemon = false;
