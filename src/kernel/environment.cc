@@ -61,7 +61,7 @@ std::string TagName(ULONG tag) {
 Environment::Impl::Impl(Fabric& f, const EnvironmentConfig& c)
     : fabric(f),
       config(c),
-      scheduler(c.seed, c.stack_bytes),
+      scheduler(c.seed, c.stack_bytes, Scheduler::Options{c.schedule, c.pct_depth, c.pct_steps}),
       dispatcher(scheduler, [this] { return fabric.Now(); }) {
   if (fabric.Running()) throw std::logic_error("the kernel environment needs a fabric in stepped mode");
   scheduler.SetIdleHook([this] { return AdvanceTime(); });
@@ -79,6 +79,14 @@ Environment::Impl::~Impl() {
   for (auto& [start, block] : pool) std::free(reinterpret_cast<void*>(start));
   pool.clear();
   current_environment = previous;
+}
+
+void Environment::Impl::PreemptionPoint(bool enabled, const char* where) {
+  if (!enabled || !scheduler.InThread()) return;
+  const Context& c = Current();
+  // On one processor nothing preempts a thread at DISPATCH_LEVEL or holding a spin lock.
+  if (c.irql >= DISPATCH_LEVEL || !c.held.empty()) return;
+  scheduler.PreemptionPoint(where);
 }
 
 const std::string& Environment::Impl::CurrentName() const {
@@ -621,12 +629,20 @@ const std::vector<std::string>& Environment::DebugLog() const { return impl_->de
 
 std::string Environment::Interleaving() const {
   std::string text;
-  for (const Scheduler::ThreadId id : impl_->scheduler.Picks()) {
+  const Scheduler& s = impl_->scheduler;
+  Scheduler::ThreadId previous = Scheduler::kNone;
+  for (const Scheduler::Pick& pick : s.Picks()) {
     if (!text.empty()) text += ", ";
-    text += impl_->scheduler.NameOf(id);
+    text += s.NameOf(pick.thread);
+    if (pick.preempted_at != nullptr && previous != Scheduler::kNone) {
+      text += fmt::format(" (preempting {} at {})", s.NameOf(previous), pick.preempted_at);
+    }
+    previous = pick.thread;
   }
   return text;
 }
+
+std::uint64_t Environment::PreemptionSteps() const { return impl_->scheduler.Steps(); }
 
 std::uint64_t Environment::Seed() const { return impl_->config.seed; }
 TimePoint Environment::Now() const { return impl_->fabric.Now(); }

@@ -20,6 +20,7 @@
 #include "wskndk.h"
 
 #include "dispatcher.h"
+#include "ndk_interposer.h"
 #include "scheduler.h"
 
 namespace ndksim::kernel {
@@ -153,6 +154,11 @@ struct Environment::Impl {
   Scheduler::ThreadId StartKernelThread(std::string name, Node* machine, Driver* driver, std::function<void()> body,
                                         ThreadObject* object = nullptr);
 
+  // ---- schedule exploration ----
+  // A preemption point of the running kernel thread, if `enabled` (one of config.preemption's)
+  // and it runs below DISPATCH_LEVEL; `where` names the service in the interleaving.
+  void PreemptionPoint(bool enabled, const char* where);
+
   // ---- waits ----
   // A wait as KeWaitForSingleObject/KeWaitForMultipleObjects make it: the IRQL rule, the objects
   // checked for use after free, `timeout` as the WDK gives it (NULL: forever). STATUS_WAIT_0 + the
@@ -231,6 +237,7 @@ struct Environment::Impl {
   std::map<PEX_RUNDOWN_REF, DispatcherObject> rundown_waits;
   std::map<PWSK_REGISTRATION, std::unique_ptr<WskRegistrationRecord>> wsk;
   std::vector<OpenAdapter> adapters;
+  NdkInterposer ndk;                     // the NDK layer in front of every adapter's objects
 
   std::vector<std::string> debug_log;
   bool failed = false;

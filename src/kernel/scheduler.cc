@@ -11,8 +11,15 @@
 
 namespace ndksim::kernel {
 
-Scheduler::Scheduler(std::uint64_t seed, std::size_t stack_bytes)
-    : seed_(seed), rng_(seed), stack_bytes_(stack_bytes) {}
+Scheduler::Scheduler(std::uint64_t seed, std::size_t stack_bytes, Options options)
+    : seed_(seed), rng_(seed), options_(options), stack_bytes_(stack_bytes) {
+  if (options_.strategy != ScheduleStrategy::kPct) return;
+  NDKSIM_CHECK(options_.pct_depth >= 1, "PCT's depth is at least 1 (no change point)");
+  NDKSIM_CHECK(options_.pct_steps >= 1, "PCT needs at least one step to place change points among");
+  // Step numbers are drawn with repetition allowed: two change points at one step drop the same
+  // thread twice, as PCT's definition permits.
+  for (std::uint32_t i = 1; i < options_.pct_depth; ++i) change_points_.push_back(1 + rng_() % options_.pct_steps);
+}
 
 // Threads that never ended (Run ended in a deadlock or a failure) are abandoned: their stacks go
 // with their fibers, and what was on them is not destroyed.
@@ -28,6 +35,9 @@ Scheduler::ThreadId Scheduler::Create(std::string name, Body body) {
   t->body = std::move(body);
   t->scheduler = this;
   t->fiber = std::make_unique<Fiber>(&Scheduler::ThreadMain, t.get(), stack_bytes_);
+  // PCT's random priorities, above every change point's and yield's; ties, vanishingly rare, go
+  // to the older thread.
+  if (options_.strategy == ScheduleStrategy::kPct) t->priority = kInitialPriorities + (rng_() >> 2);
   threads_.push_back(std::move(t));
   runnable_.push_back(id);
   return id;
@@ -81,13 +91,13 @@ void Scheduler::RunUntil(const std::function<bool()>& done) {
       home_.reset();
       throw DeadlockError(DeadlockReport());
     }
-    const std::uint32_t pick = runnable_.size() == 1 ? 0 : Choose(static_cast<std::uint32_t>(runnable_.size()));
+    const std::size_t pick = NextPick();
     const ThreadId id = runnable_[pick];
-    runnable_.erase(runnable_.begin() + pick);
+    runnable_.erase(runnable_.begin() + static_cast<std::ptrdiff_t>(pick));
     Thread& t = *threads_[id];
     t.state = State::kRunning;
     current_ = id;
-    picks_.push_back(id);
+    picks_.push_back(Pick{id, std::exchange(preempted_at_, nullptr)});
     ++switches_;
     Fiber::Switch(*home_, *t.fiber);
     current_ = kNone;
@@ -96,6 +106,28 @@ void Scheduler::RunUntil(const std::function<bool()>& done) {
   running_ = false;
   home_.reset();
   if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
+}
+
+std::size_t Scheduler::NextPick() {
+  if (forced_ != kNone) {
+    const auto it = std::find(runnable_.begin(), runnable_.end(), std::exchange(forced_, kNone));
+    if (it != runnable_.end()) return static_cast<std::size_t>(it - runnable_.begin());
+  }
+  if (runnable_.size() == 1) return 0;
+  if (options_.strategy == ScheduleStrategy::kRandom) return Choose(static_cast<std::uint32_t>(runnable_.size()));
+  const ThreadId best = HighestRunnable();
+  return static_cast<std::size_t>(std::find(runnable_.begin(), runnable_.end(), best) - runnable_.begin());
+}
+
+Scheduler::ThreadId Scheduler::HighestRunnable() const {
+  ThreadId best = kNone;
+  for (const ThreadId id : runnable_) {
+    if (best == kNone || threads_[id]->priority > threads_[best]->priority ||
+        (threads_[id]->priority == threads_[best]->priority && id < best)) {
+      best = id;
+    }
+  }
+  return best;
 }
 
 void Scheduler::ThreadMain(void* thread) {
@@ -141,10 +173,38 @@ void Scheduler::Wake(ThreadId thread) {
 
 void Scheduler::Yield() {
   NDKSIM_CHECK(InThread(), "Yield outside a kernel thread");
+  if (options_.strategy == ScheduleStrategy::kPct) threads_[current_]->priority = --yield_priority_;
+  GiveUp(nullptr);
+}
+
+void Scheduler::GiveUp(const char* preempted_at) {
   Thread& t = *threads_[current_];
   t.state = State::kRunnable;
   runnable_.push_back(current_);
+  preempted_at_ = preempted_at;
   SwitchToScheduler(/*ended=*/false);
+}
+
+void Scheduler::PreemptionPoint(const char* where) {
+  NDKSIM_CHECK(InThread(), "a preemption point outside a kernel thread ({})", where);
+  ++steps_;
+  if (options_.strategy == ScheduleStrategy::kRandom) {
+    if (runnable_.empty()) return;
+    // The running thread is one of the candidates, drawn as the last; the pick made here is
+    // the one Run makes next.
+    const std::uint32_t pick = Choose(static_cast<std::uint32_t>(runnable_.size() + 1));
+    if (pick == runnable_.size()) return;
+    forced_ = runnable_[pick];
+    GiveUp(where);
+    return;
+  }
+  // PCT: the i-th change point (i = 1..d-1) sets priority d - i, below every initial one.
+  Thread& t = *threads_[current_];
+  for (std::size_t i = 0; i < change_points_.size(); ++i) {
+    if (change_points_[i] == steps_) t.priority = kChangePriorities + (change_points_.size() - i);
+  }
+  const ThreadId best = HighestRunnable();
+  if (best != kNone && threads_[best]->priority > t.priority) GiveUp(where);
 }
 
 const std::string& Scheduler::NameOf(ThreadId thread) const {

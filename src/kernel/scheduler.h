@@ -4,6 +4,9 @@
 // until it blocks (a wait that cannot be satisfied) or ends; then the scheduler picks the next
 // runnable one. Where Windows leaves the order open, the pick is a choice drawn from the seed, so
 // the same seed and the same calls give the same interleaving, and other seeds give others.
+// Two strategies make the picks (Strategy): uniformly random ones, or PCT's randomized priorities
+// with a few priority change points (Burckhardt et al., ASPLOS 2010), which also preempts the
+// running thread at the preemption points the services offer (spin locks, events, NDK calls).
 // When no thread can run, the scheduler asks its idle hook to make progress (the simulation runs
 // until something wakes a thread); if the hook cannot, every thread is stuck and Run fails with a
 // report naming each waiter and what it waits for.
@@ -23,9 +26,16 @@
 namespace ndksim::kernel {
 
 
+struct SchedulerOptions {
+  ScheduleStrategy strategy = ScheduleStrategy::kRandom;
+  std::uint32_t pct_depth = 3;   // EnvironmentConfig's, which says what they mean
+  std::uint32_t pct_steps = 1000;
+};
+
 class Scheduler {
  public:
   using ThreadId = std::uint32_t;
+  using Options = SchedulerOptions;
   using Body = std::function<void()>;
   // Called when no thread can run. Returns true if it may have woken one (the scheduler looks
   // again), false if nothing is left that could (a deadlock, unless every thread has ended).
@@ -33,7 +43,7 @@ class Scheduler {
 
   static constexpr std::size_t kDefaultStackBytes = 256 * 1024;
 
-  explicit Scheduler(std::uint64_t seed, std::size_t stack_bytes = kDefaultStackBytes);
+  explicit Scheduler(std::uint64_t seed, std::size_t stack_bytes = kDefaultStackBytes, Options options = {});
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -68,16 +78,29 @@ class Scheduler {
   void Block(const char* what);
   // Makes a blocked thread runnable again (from a kernel thread or from Run's own context).
   void Wake(ThreadId thread);
-  // Lets the scheduler pick again among the runnable threads, the running one included (a
-  // preemption point).
+  // Gives the processor up: the scheduler picks again among the runnable threads, the running one
+  // included (under PCT it goes below every other thread, so a thread that polls by yielding lets
+  // the others run).
   void Yield();
+  // A point where the running thread may be preempted (`where`: the service, for the
+  // interleaving). kRandom: a seeded pick among the runnable threads and the running one. kPct:
+  // one step; at a change point the running thread's priority drops below every initial one; it
+  // is preempted if a runnable thread now has a higher priority.
+  void PreemptionPoint(const char* where);
   // A draw from the seed in [0, n), for the services' own open choices (which waiter a
   // synchronization event releases first, the order of queued work items).
   std::uint32_t Choose(std::uint32_t n);
 
   std::uint64_t Seed() const { return seed_; }
   // Every pick of Run so far, in order: the interleaving, to print beside a failing seed.
-  const std::vector<ThreadId>& Picks() const { return picks_; }
+  struct Pick {
+    ThreadId thread = kNone;
+    const char* preempted_at = nullptr;  // the previous thread was preempted there (else it blocked,
+                                         // yielded or ended)
+  };
+  const std::vector<Pick>& Picks() const { return picks_; }
+  // Preemption points reached so far (PCT's steps).
+  std::uint64_t Steps() const { return steps_; }
   const std::string& NameOf(ThreadId thread) const;
   std::size_t Switches() const { return switches_; }
 
@@ -95,23 +118,40 @@ class Scheduler {
     std::unique_ptr<Fiber> fiber;
     Scheduler* scheduler = nullptr;
     bool daemon = false;
+    std::uint64_t priority = 0;  // PCT: the highest runnable runs
   };
 
   static void ThreadMain(void* thread);
   // Back to Run's context from the running thread.
   void SwitchToScheduler(bool ended);
   std::string DeadlockReport() const;
+  // The index in runnable_ of the next thread to run.
+  std::size_t NextPick();
+  // PCT: the runnable thread with the highest priority, or kNone.
+  ThreadId HighestRunnable() const;
+  // Makes the running thread runnable and switches to Run's context, which picks again.
+  void GiveUp(const char* preempted_at);
   bool AllEnded() const;
 
   std::uint64_t seed_;
   std::mt19937_64 rng_;
+  Options options_;
+  std::vector<std::uint64_t> change_points_;  // PCT: steps, ascending
+  std::uint64_t steps_ = 0;
+  // PCT's priorities: initial ones are drawn above kInitialPriorities; the change points' are
+  // kChangePriorities + 1..d-1; a yield takes the next below every other yield's.
+  static constexpr std::uint64_t kInitialPriorities = std::uint64_t{1} << 62;
+  static constexpr std::uint64_t kChangePriorities = std::uint64_t{1} << 40;
+  std::uint64_t yield_priority_ = kChangePriorities;
+  ThreadId forced_ = kNone;                   // kRandom: the next pick, drawn at a preemption point
+  const char* preempted_at_ = nullptr;        // for the next pick
   std::size_t stack_bytes_;
   IdleHook idle_;
   std::vector<std::unique_ptr<Thread>> threads_;
   std::vector<ThreadId> runnable_;  // in the order they became runnable
   ThreadId current_ = kNone;
   std::unique_ptr<Fiber> home_;     // Run's own context
-  std::vector<ThreadId> picks_;
+  std::vector<Pick> picks_;
   std::size_t switches_ = 0;
   std::exception_ptr failure_;
   bool running_ = false;

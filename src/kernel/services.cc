@@ -252,11 +252,23 @@ LONG KeSetEvent(PRKEVENT Event, KPRIORITY Increment, BOOLEAN Wait) {
   const Site at = s.TakeSite();
   s.RequireIrqlAtMost(DISPATCH_LEVEL, "KeSetEvent", at);
   s.CheckLiveObject(Event, "KeSetEvent", at);
-  return s.dispatcher.SetEvent(ObjectOf(Event));
+  const LONG previous = s.dispatcher.SetEvent(ObjectOf(Event));
+  // After the set: a waiter it woke may run before the setter goes on.
+  s.PreemptionPoint(s.config.preemption.events, "KeSetEvent");
+  return previous;
 }
 
-LONG KeResetEvent(PRKEVENT Event) { return ndksim::kernel::Dispatcher::ResetEvent(ObjectOf(Event)); }
-VOID KeClearEvent(PRKEVENT Event) { (void)ndksim::kernel::Dispatcher::ResetEvent(ObjectOf(Event)); }
+LONG KeResetEvent(PRKEVENT Event) {
+  Impl& s = CurrentEnvironment();
+  s.PreemptionPoint(s.config.preemption.events, "KeResetEvent");
+  return ndksim::kernel::Dispatcher::ResetEvent(ObjectOf(Event));
+}
+
+VOID KeClearEvent(PRKEVENT Event) {
+  Impl& s = CurrentEnvironment();
+  s.PreemptionPoint(s.config.preemption.events, "KeClearEvent");
+  (void)ndksim::kernel::Dispatcher::ResetEvent(ObjectOf(Event));
+}
 LONG KeReadStateEvent(PRKEVENT Event) { return Event->Header.SignalState; }
 
 NTSTATUS KeWaitForSingleObject(PVOID Object, KWAIT_REASON WaitReason, KPROCESSOR_MODE WaitMode, BOOLEAN Alertable,
@@ -266,6 +278,7 @@ NTSTATUS KeWaitForSingleObject(PVOID Object, KWAIT_REASON WaitReason, KPROCESSOR
   (void)Alertable;
   Impl& s = CurrentEnvironment();
   const Site at = s.TakeSite();
+  s.PreemptionPoint(s.config.preemption.events, "KeWaitForSingleObject");
   DispatcherObject* const objects[] = {static_cast<DispatcherObject*>(Object)};
   return s.Wait(objects, WaitType::kAny, Timeout, at, "KeWaitForSingleObject");
 }
@@ -286,6 +299,7 @@ NTSTATUS KeWaitForMultipleObjects(ULONG Count, PVOID Object[], WAIT_TYPE WaitTyp
            at);
     return STATUS_INVALID_PARAMETER;
   }
+  s.PreemptionPoint(s.config.preemption.events, "KeWaitForMultipleObjects");
   std::array<DispatcherObject*, MAXIMUM_WAIT_OBJECTS> objects{};
   for (ULONG i = 0; i < Count; ++i) objects[i] = static_cast<DispatcherObject*>(Object[i]);
   return s.Wait(std::span<DispatcherObject* const>(objects.data(), Count),
@@ -321,6 +335,7 @@ VOID KeInitializeSpinLock(PKSPIN_LOCK SpinLock) { *SpinLock = 0; }
 KIRQL KeAcquireSpinLockRaiseToDpc(PKSPIN_LOCK SpinLock) {
   Impl& s = CurrentEnvironment();
   const Site at = s.TakeSite();
+  s.PreemptionPoint(s.config.preemption.spin_locks, "KeAcquireSpinLock");
   const KIRQL old = s.Current().irql;
   s.RequireIrqlAtMost(DISPATCH_LEVEL, "KeAcquireSpinLock", at);
   s.Current().irql = DISPATCH_LEVEL;
@@ -337,6 +352,7 @@ VOID KeReleaseSpinLock(PKSPIN_LOCK SpinLock, KIRQL NewIrql) {
     return;
   }
   s.SetIrql(NewIrql);
+  s.PreemptionPoint(s.config.preemption.spin_locks, "KeReleaseSpinLock");
 }
 
 VOID KeAcquireSpinLockAtDpcLevel(PKSPIN_LOCK SpinLock) {
@@ -369,6 +385,7 @@ static void AcquireQueued(PKSPIN_LOCK lock, PKLOCK_QUEUE_HANDLE handle, bool rai
   Impl& s = CurrentEnvironment();
   const Site at = s.TakeSite();
   if (raise) {
+    s.PreemptionPoint(s.config.preemption.spin_locks, service);
     s.RequireIrqlAtMost(DISPATCH_LEVEL, service, at);
   } else {
     s.RequireIrqlExactly(DISPATCH_LEVEL, service, at);
@@ -391,7 +408,10 @@ static void ReleaseQueued(PKLOCK_QUEUE_HANDLE handle, bool lower, const char* se
   }
   Release(s, lock, at, service);
   handle->LockQueue.Lock = nullptr;
-  if (lower) s.SetIrql(handle->OldIrql);
+  if (lower) {
+    s.SetIrql(handle->OldIrql);
+    s.PreemptionPoint(s.config.preemption.spin_locks, service);
+  }
 }
 
 VOID KeAcquireInStackQueuedSpinLock(PKSPIN_LOCK SpinLock, PKLOCK_QUEUE_HANDLE LockHandle) {

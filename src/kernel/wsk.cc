@@ -65,6 +65,7 @@ NTSTATUS WskOpenNdkAdapter(PWSK_CLIENT Client, NDK_VERSION NdkVersion, NET_IFIND
   const NTSTATUS status = machine->OpenAdapter(NdkVersion, &adapter);
   if (!NT_SUCCESS(status)) return status;
   s.adapters.push_back(OpenAdapter{adapter, machine, s.Current().driver});
+  s.ndk.AdoptAdapter(adapter);
   *ppNdkAdapter = adapter;
   return STATUS_SUCCESS;
 }
@@ -82,7 +83,9 @@ VOID WskCloseNdkAdapter(PWSK_CLIENT Client, NDK_ADAPTER* pNdkAdapter) {
   }
   ndksim::Node* node = it->node;
   s.adapters.erase(it);
+  ndksim::kernel::NdkObjectRecord* record = ndksim::kernel::RecordOf(&pNdkAdapter->Header);
   node->CloseAdapter(pNdkAdapter);
+  s.ndk.AdapterClosed(record);
 }
 
 const WSK_PROVIDER_NDK_DISPATCH kNdkDispatch = {&WskOpenNdkAdapter, &WskCloseNdkAdapter};

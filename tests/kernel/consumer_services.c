@@ -334,6 +334,35 @@ VOID ScenarioThreeSystemThreads(VOID) {
     }
 }
 
+/* ---- a planted race: an update made outside the lock it should be under ---- */
+
+static KSPIN_LOCK g_stats_lock;
+static ULONG g_stats_updates;
+
+/* Reads the shared counter, takes and drops a spin lock for something else, then writes the
+ * counter back: two threads lose an update if one is preempted between its read and its write. */
+static VOID RacyIncrement(PVOID Context) {
+    LONG seen;
+    KIRQL irql;
+    UNREFERENCED_PARAMETER(Context);
+    seen = g_results.thread_counter;
+    KeAcquireSpinLock(&g_stats_lock, &irql);
+    ++g_stats_updates;
+    KeReleaseSpinLock(&g_stats_lock, irql);
+    g_results.thread_counter = seen + 1;
+}
+
+VOID ScenarioRacyIncrements(int threads) {
+    HANDLE handle;
+    int i;
+    KeInitializeSpinLock(&g_stats_lock);
+    g_results.thread_counter = 0;
+    for (i = 0; i < threads; ++i) {
+        PsCreateSystemThread(&handle, THREAD_ALL_ACCESS, NULL, NULL, NULL, RacyIncrement, NULL);
+        ZwClose(handle);
+    }
+}
+
 /* ---- a driver whose periodic timer stays set while it is loaded ---- */
 
 static KTIMER g_heartbeat;

@@ -46,6 +46,8 @@ int32_t ScenarioMdlOfPool(void);
 int ScenarioListsKeepOrder(void);
 int32_t ScenarioRundownWaitsForRelease(void);
 void ScenarioThreeSystemThreads(void);
+/* `threads` system threads each add one to g_results.thread_counter, racily (see the C file). */
+void ScenarioRacyIncrements(int threads);
 void ViolationWaitAtDispatch(void);
 void ViolationSpinLockReleasedTwice(void);
 void ViolationPagedCodeAtDispatch(void);

@@ -50,11 +50,38 @@ class VerifierError : public std::runtime_error {
   std::string check_;
 };
 
+// How the scheduler picks the next kernel thread (docs/kernel.md, "Exploring schedules").
+enum class ScheduleStrategy : std::uint8_t {
+  // A uniformly random pick among the runnable threads each time the running one blocks, yields
+  // or ends, and at each enabled preemption point (the running thread included).
+  kRandom,
+  // PCT (probabilistic concurrency testing): each thread gets a random priority when it starts
+  // and the highest runnable one runs; at pct_depth - 1 change points, drawn among the first
+  // pct_steps preemption points, the running thread's priority drops below every other. A bug
+  // that needs d ordering constraints is found by one seed with probability at least
+  // 1 / (n * k^(d-1)) for n threads and k steps.
+  kPct,
+};
+
+// Where a kernel thread running below DISPATCH_LEVEL may lose the processor, besides the waits
+// that block it (on one processor, a thread at DISPATCH_LEVEL is never preempted).
+struct PreemptionPoints {
+  bool spin_locks = false;  // before KeAcquire*SpinLock from below DISPATCH_LEVEL, after the release
+                            // that lowers the IRQL back
+  bool events = false;      // KeSetEvent (after it), KeResetEvent, KeClearEvent, and before a wait
+  bool ndk_calls = false;   // before every call through an NDK object's dispatch table
+  static constexpr PreemptionPoints All() { return {true, true, true}; }
+};
+
 struct EnvironmentConfig {
   std::uint64_t seed = 1;                  // every choice of the scheduler derives from it
   std::size_t stack_bytes = 256 * 1024;    // each kernel thread's stack (plus a guard page)
   std::uint32_t max_worker_threads = 16;   // system worker threads for work items
   bool echo_debug_print = false;           // DbgPrint also to stderr, as it is logged
+  ScheduleStrategy schedule = ScheduleStrategy::kRandom;
+  PreemptionPoints preemption{};           // none: threads switch only where they block or end
+  std::uint32_t pct_depth = 3;             // PCT's d (kPct): d - 1 priority change points
+  std::uint32_t pct_steps = 1000;          // PCT's k (kPct): the change points fall among these steps
 };
 
 // Pool in use under one tag.
@@ -107,8 +134,11 @@ class Environment {
   std::map<std::string, PoolTagUsage> PoolUsage() const;
   // Every DbgPrint/DbgPrintEx line so far: "[time ps] thread: text".
   const std::vector<std::string>& DebugLog() const;
-  // The scheduler's picks so far, one kernel thread name per pick, comma-separated.
+  // The scheduler's picks so far, one kernel thread name per pick, comma-separated; a pick that
+  // preempted the thread before it says where: "b (preempting a at NdkSend)".
   std::string Interleaving() const;
+  // Preemption points reached so far: what pct_steps should cover for PCT to reach the whole run.
+  std::uint64_t PreemptionSteps() const;
   std::uint64_t Seed() const;
   TimePoint Now() const;
   Fabric& GetFabric();
