@@ -65,6 +65,11 @@ NTSTATUS CreateMr(NDK_PD*, BOOLEAN, NDK_FN_CREATE_COMPLETION, PVOID, NDK_MR**) {
 // Delivers the notification from inside the arm call.
 VOID ArmCqNotifyingInline(NDK_CQ*, ULONG) { g_fake->notify(g_fake->notify_context, STATUS_SUCCESS); }
 
+// Finds a result once the test's timer has fired (what a NIC finishing its work looks like).
+KTIMER* g_due = nullptr;
+ULONG GetCqResultsWhenDue(NDK_CQ*, NDK_RESULT[], ULONG) { return g_due->Header.SignalState != 0 ? 1 : 0; }
+ULONG GetCqResultsNever(NDK_CQ*, NDK_RESULT[], ULONG) { return 0; }
+
 // Breaks ref §4.4: the close completes inline whatever is running.
 NTSTATUS CloseCqInline(NDK_OBJECT_HEADER*, NDK_FN_CLOSE_COMPLETION, PVOID) { return STATUS_SUCCESS; }
 
@@ -206,6 +211,47 @@ TEST_F(KernelNdkLayer, ACallOnAnObjectWhoseCloseHasStartedIsReportedAndNotPassed
             }),
             "NDK_CLOSED");
   EXPECT_NE(message_.find("NdkCreateMr on a PD that is closing"), std::string::npos) << message_;
+}
+
+// A thread that spins on NdkGetCqResults never waits, so without the layer simulated time would
+// never move and the loop would never end.
+TEST_F(KernelNdkLayer, ABusyPollerLetsSimulatedTimeMoveUntilItsResultArrives) {
+  fake_.cq_table.NdkGetCqResults = &GetCqResultsWhenDue;
+  KTIMER due;
+  g_due = &due;
+  ULONGLONG found_at = 0;
+  EXPECT_EQ(CheckFailing([&](NDK_ADAPTER* adapter) {
+              KeInitializeTimerEx(&due, NotificationTimer);
+              LARGE_INTEGER in;
+              in.QuadPart = -100;  // 10 us
+              KeSetTimerEx(&due, in, 0, nullptr);
+              NDK_CQ* cq = CreateCqThroughTheLayer(adapter, &Notified, nullptr);
+              NDK_RESULT result;
+              while (cq->Dispatch->NdkGetCqResults(cq, &result, 1) == 0) {
+              }
+              found_at = KeQueryInterruptTime();
+            }),
+            "none");
+  EXPECT_EQ(found_at, 100u);  // exactly when the result became there to find
+}
+
+TEST_F(KernelNdkLayer, ABusyPollerThatNothingWillEverSatisfyIsADeadlock) {
+  fake_.cq_table.NdkGetCqResults = &GetCqResultsNever;
+  env_.StartThread("poller", [this] {
+    CurrentEnvironment().ndk.AdoptAdapter(&fake_.adapter);
+    NDK_CQ* cq = CreateCqThroughTheLayer(&fake_.adapter, &Notified, nullptr);
+    NDK_RESULT result;
+    while (cq->Dispatch->NdkGetCqResults(cq, &result, 1) == 0) {
+    }
+  });
+  try {
+    env_.Run();
+    ADD_FAILURE() << "no deadlock";
+  } catch (const DeadlockError& e) {
+    EXPECT_NE(std::string(e.what()).find("'poller' waits for a CQ to poll (NdkGetCqResults keeps finding nothing"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

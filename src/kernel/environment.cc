@@ -89,6 +89,27 @@ void Environment::Impl::PreemptionPoint(bool enabled, const char* where) {
   scheduler.PreemptionPoint(where);
 }
 
+void Environment::Impl::PolledEmpty(const char* service) {
+  if (!scheduler.InThread()) return;
+  Context& c = Current();
+  if (c.irql >= DISPATCH_LEVEL || !c.held.empty()) return;
+  if (c.empty_polls == 0 || c.empty_poll_time != fabric.Now()) {
+    c.empty_polls = 0;
+    c.empty_poll_time = fabric.Now();
+  }
+  if (++c.empty_polls < kBusyPoll) return;
+  c.empty_polls = 0;
+  pollers.push_back(scheduler.Current());
+  scheduler.Block([](const void* what) { return fmt::format("a CQ to poll ({} keeps finding nothing, and nothing in "
+                                                            "the simulation is left to happen)",
+                                                            static_cast<const char*>(what)); },
+                  service);
+}
+
+void Environment::Impl::PolledSomething() {
+  if (scheduler.InThread()) Current().empty_polls = 0;
+}
+
 const std::string& Environment::Impl::CurrentName() const {
   static const std::string dpc = "dpc";
   return scheduler.InThread() ? scheduler.NameOf(scheduler.Current()) : dpc;
@@ -530,12 +551,39 @@ bool Environment::Impl::AdvanceTime() {
   // Run the simulation until a callback wakes a kernel thread or queues a DPC, up to the earliest
   // deadline (with none, in steps of a simulated second, for as long as the simulation has work).
   const Duration limit = deadline ? *deadline - fabric.Now() : Milliseconds(1000);
+  if (!pollers.empty()) return AdvanceForPollers(deadline, limit) || progress();
   const RunResult r = fabric.RunUntil([this] { return scheduler.HasRunnable() || !dpcs.empty() || pending_failure; }, limit);
   RunDpcs();
   if (progress() || r.stop == RunStop::kDone) return true;
   if (!deadline) return r.stop == RunStop::kTimeLimit;  // idle with nothing to wait for: a deadlock
   if (fabric.Now() < *deadline) fabric.RunFor(*deadline - fabric.Now());
   return expire_due();
+}
+
+// A busy poller waits for one event, whatever it is, and polls again after it: the events due
+// now, or else the next one (up to the deadline).
+bool Environment::Impl::AdvanceForPollers(std::optional<TimePoint> deadline, Duration limit) {
+  const TimePoint before = fabric.Now();
+  const std::uint64_t due_now = fabric.RunFor(Duration{0});
+  if (due_now == 0) {
+    // Nothing is due now, so an event that runs moves the clock: the first question is asked
+    // before any event, every later one after one (or when the run ends).
+    bool asked = false;
+    (void)fabric.RunUntil([&asked] { return std::exchange(asked, true); }, limit);
+  }
+  RunDpcs();
+  ThrowPendingFailure();
+  if (due_now == 0 && fabric.Now() == before) {
+    if (!deadline) return false;  // nothing is left to happen: the pollers stay blocked
+    fabric.RunFor(*deadline - fabric.Now());
+  }
+  for (const Scheduler::ThreadId id : std::exchange(pollers, {})) scheduler.Wake(id);
+  if (deadline && *deadline <= fabric.Now()) {
+    (void)dispatcher.ExpireDue(fabric.Now());
+    (void)ExpireTimers(fabric.Now());
+    RunDpcs();
+  }
+  return true;
 }
 
 // ---- Environment ----------------------------------------------------------------------------------

@@ -70,6 +70,9 @@ struct Context {
   Driver* driver = nullptr;
   std::vector<PKSPIN_LOCK> held;  // spin locks held, in acquisition order
   ThreadObject* object = nullptr;  // a system thread's; nullptr for other threads and the DPC context
+  // Consecutive empty CQ polls at one simulated time (a busy poll, once it reaches kBusyPoll).
+  std::uint32_t empty_polls = 0;
+  TimePoint empty_poll_time{};
 };
 
 struct Driver {
@@ -159,6 +162,14 @@ struct Environment::Impl {
   // and it runs below DISPATCH_LEVEL; `where` names the service in the interleaving.
   void PreemptionPoint(bool enabled, const char* where);
 
+  // ---- busy polling ----
+  // A CQ poll found nothing. The running thread's kBusyPoll-th empty poll in a row at one
+  // simulated time blocks it until the simulation has run one more event (time passes while a
+  // thread spins, as the NIC works beside it on Windows). Below DISPATCH_LEVEL only.
+  static constexpr std::uint32_t kBusyPoll = 3;
+  void PolledEmpty(const char* service);
+  void PolledSomething();
+
   // ---- waits ----
   // A wait as KeWaitForSingleObject/KeWaitForMultipleObjects make it: the IRQL rule, the objects
   // checked for use after free, `timeout` as the WDK gives it (NULL: forever). STATUS_WAIT_0 + the
@@ -206,6 +217,7 @@ struct Environment::Impl {
 
   // ---- the idle hook: simulated time ----
   bool AdvanceTime();
+  bool AdvanceForPollers(std::optional<TimePoint> deadline, Duration limit);
 
   Fabric& fabric;
   EnvironmentConfig config;
@@ -225,6 +237,7 @@ struct Environment::Impl {
   std::vector<ActiveTimer> timers;       // set, in the order they were set
   std::deque<Work> work;                 // queued, not yet taken
   std::vector<Scheduler::ThreadId> idle_workers;
+  std::vector<Scheduler::ThreadId> pollers;  // blocked in PolledEmpty until the next event
   std::uint32_t workers = 0;
 
   std::map<std::uintptr_t, PoolBlock> pool;  // live and recently freed blocks, by start address

@@ -258,6 +258,9 @@ template <typename Table, typename R, typename... A, R (*Table::*Slot)(A...)>
 struct Entry<Slot> {
   using Sh = Shape<A...>;
   static inline const char* name = "an NDK call";
+  // NdkGetCqResults and NdkGetCqResultsEx: the calls a busy poller repeats.
+  static constexpr bool kPolls = std::is_same_v<R (*)(A...), NDK_FN_GET_CQ_RESULTS> ||
+                                  std::is_same_v<R (*)(A...), NDK_FN_GET_CQ_RESULTS_EX>;
 
   static R Call(A... args) {
     Impl& s = CurrentEnvironment();
@@ -282,7 +285,16 @@ struct Entry<Slot> {
       }
     }
     const auto& provider = *static_cast<const Table*>(object.provider_dispatch);
-    if constexpr (!Sh::kHasCallbacks) {
+    if constexpr (kPolls) {
+      const ULONG found = (provider.*Slot)(args...);
+      AfterCall(s);
+      if (found == 0) {
+        s.PolledEmpty(name);
+      } else {
+        s.PolledSomething();
+      }
+      return found;
+    } else if constexpr (!Sh::kHasCallbacks) {
       if constexpr (std::is_void_v<R>) {
         (provider.*Slot)(args...);
         AfterCall(s);
