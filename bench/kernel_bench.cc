@@ -7,15 +7,21 @@
 //   - BM_Kernel_EventPingPong: the same through the WDK services a consumer calls: two kernel
 //     threads of an Environment, each waiting on its own synchronization KEVENT
 //     (KeWaitForSingleObject) and setting the other's (KeSetEvent), with the verifier's checks.
+//   - BM_Kernel_RpcEchoRoundTrips: the kernel RPC example (examples/kernel_rpc), its initiator and
+//     target drivers on two nodes: ECHO requests, one submitter thread, queue depth 1. A round trip
+//     is a request send, the target's thread woken to answer, and the response's completion.
+#include <arpa/inet.h>
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <stdexcept>
 
 #include "kernel/fiber.h"
 #include "kernel/scheduler.h"
 #include "ndksim/fabric.h"
 #include "ndksim/kernel/environment.h"
 #include "ndksim/kernel/wdm.h"
+#include "rpc.h"
 
 namespace ndksim::kernel {
 namespace {
@@ -104,6 +110,43 @@ void BM_Kernel_EventPingPong(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(state.items_processed()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_Kernel_EventPingPong)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_Kernel_RpcEchoRoundTrips(benchmark::State& state) {
+  constexpr std::uint32_t kEchoes = 20'000;
+  for ([[maybe_unused]] auto _ : state) {
+    state.PauseTiming();
+    Fabric fabric(FabricConfig{.seed = 1});
+    Node& initiator_node = fabric.AddNode({"initiator", {"192.0.2.1"}});
+    Node& target_node = fabric.AddNode({"target", {"192.0.2.2"}});
+    Environment env(fabric, EnvironmentConfig{.seed = 1});
+    const RpcTargetConfig target_config{.ipv4 = inet_addr("192.0.2.2"), .port = 4420, .disk_blocks = 8,
+                                        .receive_depth = 1};
+    const RpcInitiatorConfig initiator_config{.ipv4 = inet_addr("192.0.2.1"), .target_ipv4 = target_config.ipv4,
+                                              .port = 4420, .submitters = 1, .queue_depth = 1, .write_count = 0,
+                                              .blocks_per_io = 1, .echo_count = kEchoes, .pattern_seed = 0};
+    RpcTargetConfigure(&target_config);
+    RpcInitiatorConfigure(&initiator_config);
+    const RpcInitiatorResults& results = *RpcInitiatorGetResults();
+    _DRIVER_OBJECT* target = env.LoadDriver(target_node, "rpc_target", &RpcTargetDriverEntry);
+    env.RunUntil([&] { return env.DriverStatus(target) != STATUS_PENDING; });
+    _DRIVER_OBJECT* initiator = env.LoadDriver(initiator_node, "rpc_initiator", &RpcInitiatorDriverEntry);
+    env.RunUntil([&] { return env.DriverStatus(initiator) != STATUS_PENDING; });
+    env.RunUntil([&] { return results.connected != 0 || results.done != 0; });
+    state.ResumeTiming();
+    env.RunUntil([&] { return results.completed == kEchoes || results.done != 0; });
+    state.PauseTiming();
+    if (results.succeeded != kEchoes) throw std::runtime_error("an echo failed");
+    env.RunUntil([&] { return results.done != 0; });
+    env.UnloadDriver(initiator);
+    env.UnloadDriver(target);
+    env.Run();
+    state.SetItemsProcessed(state.items_processed() + kEchoes);
+    state.ResumeTiming();
+  }
+  state.counters["round_trips_per_second"] =
+      benchmark::Counter(static_cast<double>(state.items_processed()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Kernel_RpcEchoRoundTrips)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace ndksim::kernel
