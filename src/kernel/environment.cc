@@ -654,10 +654,28 @@ void Environment::RunUntil(const std::function<bool()>& done) {
   if (impl_->failed) throw std::logic_error("the kernel environment already failed a check");
   try {
     impl_->scheduler.RunUntil(done);
+    impl_->ThrowPendingFailure();
   } catch (const DeadlockError& e) {
-    throw DeadlockError(std::string(e.what()) + "\n  interleaving: " + Interleaving());
+    throw DeadlockError(std::string(e.what()) + InterleavingTail());
+  } catch (const VerifierError& e) {
+    throw VerifierError(e.Check(), std::string(e.what()) + InterleavingTail());
   }
-  impl_->ThrowPendingFailure();
+}
+
+// What a failure report ends with: the last picks that led there.
+std::string Environment::InterleavingTail() const {
+  constexpr std::size_t kShown = 64;
+  const std::string all = Interleaving();
+  const std::size_t picks = impl_->scheduler.Picks().size();
+  if (picks <= kShown) return "\n  interleaving: " + all;
+  // Each pick's text ends at a ", " that follows a name, or a ")" of a preemption note.
+  std::size_t start = all.size();
+  for (std::size_t n = 0; n < kShown && start != std::string::npos; ++n) {
+    start = start == 0 ? std::string::npos : all.rfind(", ", start - 1);
+  }
+  const std::string tail = start == std::string::npos ? all : all.substr(start + 2);
+  return fmt::format("\n  interleaving, the last {} of {} picks (Environment::Interleaving() has them all): {}", kShown,
+                     picks, tail);
 }
 
 void Environment::Run(std::string name, std::function<void()> entry) {

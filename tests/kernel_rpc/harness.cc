@@ -69,6 +69,7 @@ Outcome RunScenario(const Scenario& scenario) {
   outcome.target_counters = target_node.Counters();
   outcome.pool = env.PoolUsage();
   outcome.interleaving = env.Interleaving();
+  outcome.preemption_steps = env.PreemptionSteps();
   return outcome;
 }
 

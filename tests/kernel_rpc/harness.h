@@ -45,6 +45,7 @@ struct Outcome {
   std::map<std::string, kernel::PoolTagUsage> pool;  // after both drivers unloaded
   TimePoint finished{};                              // simulated time the initiator was done
   std::string interleaving;
+  std::uint64_t preemption_steps = 0;  // preemption points reached (what PCT's pct_steps should cover)
 };
 
 // Loads, runs and unloads both drivers. The environment's errors (VerifierError, DeadlockError)
