@@ -120,7 +120,7 @@ void BM_Kernel_RpcEchoRoundTrips(benchmark::State& state) {
     Node& target_node = fabric.AddNode({"target", {"192.0.2.2"}});
     Environment env(fabric, EnvironmentConfig{.seed = 1});
     const RpcTargetConfig target_config{.ipv4 = inet_addr("192.0.2.2"), .port = 4420, .disk_blocks = 8,
-                                        .receive_depth = 1};
+                                        .receive_depth = 1, .invalidate_reads = 1};
     const RpcInitiatorConfig initiator_config{.ipv4 = inet_addr("192.0.2.1"), .target_ipv4 = target_config.ipv4,
                                               .port = 4420, .submitters = 1, .queue_depth = 1, .write_count = 0,
                                               .blocks_per_io = 1, .echo_count = kEchoes, .pattern_seed = 0};

@@ -25,6 +25,10 @@ typedef struct RpcTargetConfig {
     /* Receives kept posted for requests, 1..RPC_MAX_QUEUE_DEPTH. Fewer than the initiator's queue
      * depth makes the initiator's sends meet receiver-not-ready NAKs and retry. */
     uint32_t receive_depth;
+    /* Whether a READ's response takes the lent buffer back with send-and-invalidate, as a WRITE's
+     * always does. Off: a plain send, and the initiator invalidates the MR itself (NdkInvalidate),
+     * as it does for any response that did not. */
+    uint8_t invalidate_reads;
 } RpcTargetConfig;
 
 typedef struct RpcInitiatorConfig {

@@ -10,15 +10,6 @@
 #define RPC_TARGET_MAX_SGES 2 /* a page of data at a block offset touches two pages of the disk */
 #define RPC_TARGET_POLL 16
 
-/* Whether a READ's response invalidates the lent buffer remotely, as a WRITE's does. Off: the
- * simulated responder applies a send-and-invalidate when the send arrives, before the preceding
- * RDMA write's data is placed, and that placement then finds the token invalid and places nothing
- * (both requests still complete with success). The initiator sees a plain receive and invalidates
- * the MR itself, which it does whenever a response did not. */
-#ifndef RPC_TARGET_INVALIDATES_READS
-#define RPC_TARGET_INVALIDATES_READS 0
-#endif
-
 typedef struct _RPC_TARGET_OP {
     SINGLE_LIST_ENTRY Link; /* on the free list while idle */
     LONG Pending;           /* its work requests not yet completed */
@@ -154,11 +145,12 @@ static VOID TargetServe(RPC_TARGET *Target, RPC_TARGET_OP *Op, ULONG Bytes) {
     }
     if (!NT_SUCCESS(status)) Op->Response->Status = status;
     RpcBufferSges(&Target->Messages, Op->ResponseOffset, sizeof(RPC_RESPONSE), Target->PrivilegedToken, &response, 1);
-    if (lent && (request->Opcode == RpcOpWrite || RPC_TARGET_INVALIDATES_READS)) {
+    if (lent && (request->Opcode == RpcOpWrite || Target->Config.invalidate_reads)) {
         /* The response takes back the buffer the initiator lent: its MR is invalidated on arrival,
          * so the buffer is out of our reach before the initiator reuses it. A WRITE is done only
          * when its data is in the disk: READ_FENCE holds the response until the RDMA read has
-         * completed. A READ's RDMA write is ordered before the send by the transport itself. */
+         * completed. A READ's RDMA write is placed before the send's invalidation takes effect:
+         * messages execute in order at the responder. */
         ULONG flags = request->Opcode == RpcOpWrite ? NDK_OP_FLAG_READ_FENCE : 0;
         status = qp->Dispatch->NdkSendAndInvalidate(qp, Op, &response, 1, flags, request->RemoteToken);
     } else {

@@ -115,11 +115,23 @@ ResponderCheck Responder::CheckReceiveAccess(const QpContext& qp, std::uint32_t 
   return writable ? ResponderCheck::kAccept : ResponderCheck::kReceiveProtection;
 }
 
-ResponderCheck Responder::ApplyInvalidate(const QpContext& qp, std::uint32_t key) {
+ResponderCheck Responder::ScheduleInvalidate(QpContext& qp, std::uint32_t key) {
   // ref §3.2: the token (a fast-register region or a window of this QP's PD) is invalidated
-  // before the receive completion is written; an invalid one aborts the connection.
-  const MemoryOpOutcome outcome = nic_.Tpt().Invalidate(MemoryKey{key}, qp.pd);
-  if (outcome == MemoryOpOutcome::kOk) return ResponderCheck::kAccept;
+  // before the receive completion is written; an invalid one aborts the connection. Checked now,
+  // and taken when the QP's earlier writes have landed: an RDMA write the peer sent before the
+  // send-and-invalidate is placed in the region first (messages execute in order), and the host
+  // sees the receive completion, which lands after, only once the token is invalid.
+  std::uint32_t generation = Translation::kAnyGeneration;
+  const MemoryOpOutcome outcome = nic_.Tpt().CheckInvalidate(MemoryKey{key}, qp.pd, &generation);
+  if (outcome == MemoryOpOutcome::kOk) {
+    const PdNumber pd = qp.pd;
+    events_.Schedule(std::max(events_.Now(), qp.write_order.lands), EventPriority::kDevice,
+                     [this, key, pd, generation] {
+                       // Another invalidation (the host's own, racing) may have come first.
+                       (void)nic_.Tpt().Invalidate(MemoryKey{key}, pd, generation);
+                     });
+    return ResponderCheck::kAccept;
+  }
   NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Translation, "qp {} send-invalidate key {:#x}: {}",
                qp.qpn.value, key, Name(outcome));
   return ResponderCheck::kBadInvalidateKey;
@@ -360,7 +372,7 @@ void Responder::OnSend(QpContext& qp, std::uint32_t packet_id) {
   if (pkt.solicited) rec.flags |= cqe_flag::kSolicited;
   if (pkt.has_invalidate_key) {
     // The packet stays with its placement, which releases it.
-    const ResponderCheck invalidated = ApplyInvalidate(qp, pkt.invalidate_key);
+    const ResponderCheck invalidated = ScheduleInvalidate(qp, pkt.invalidate_key);
     if (invalidated != ResponderCheck::kAccept) {
       Refuse(qp, psn, invalidated);
       return;

@@ -104,11 +104,11 @@ class Responder {
 
  private:
   // Per-operation checks, in the order OnSend, OnWrite and OnReadRequest apply them. Some take
-  // what they check (TakeReceiveWqe the receive WQE, ApplyInvalidate the invalidation).
+  // what they check (TakeReceiveWqe the receive WQE, ScheduleInvalidate the invalidation).
   ResponderCheck TakeReceiveWqe(QpContext& qp);
   ResponderCheck CheckReceiveLength(const QpContext& qp, std::uint32_t length) const;
   ResponderCheck CheckReceiveAccess(const QpContext& qp, std::uint32_t length);
-  ResponderCheck ApplyInvalidate(const QpContext& qp, std::uint32_t key);
+  ResponderCheck ScheduleInvalidate(QpContext& qp, std::uint32_t key);
   ResponderCheck CheckRemoteAccess(const QpContext& qp, std::uint32_t key, std::uint64_t address, std::uint32_t length,
                                    std::uint32_t required, bool inject);
   ResponderCheck CheckWriteLength(const QpContext& qp, std::uint32_t length, bool last) const;

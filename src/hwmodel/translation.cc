@@ -95,6 +95,12 @@ Translation::Entry* Translation::Find(MemoryKey key) {
   return &entries_[index];
 }
 
+const Translation::Entry* Translation::Find(MemoryKey key) const {
+  const std::uint32_t index = key.Index();
+  if (index == 0 || index >= entries_.size()) return nullptr;
+  return &entries_[index];
+}
+
 CommandStatus Translation::Register(const MemoryRegistration& reg, MemoryKey* out, std::uint32_t* generation) {
   if (reg.length == 0 || reg.host_memory == nullptr) return CommandStatus::kInvalidArgument;
   if (reg.virtual_address + reg.length < reg.virtual_address) return CommandStatus::kInvalidArgument;
@@ -230,16 +236,22 @@ MemoryOpOutcome Translation::Bind(const BindRequest& r) {
   return MemoryOpOutcome::kOk;
 }
 
-MemoryOpOutcome Translation::Invalidate(MemoryKey key, PdNumber pd, std::uint32_t generation) {
-  Entry* e = Find(key);
+MemoryOpOutcome Translation::CheckInvalidate(MemoryKey key, PdNumber pd, std::uint32_t* generation) const {
+  const Entry* e = Find(key);
   if (e == nullptr || !e->allocated || e->key != key.KeyByte()) return MemoryOpOutcome::kBadKey;
-  if (generation != kAnyGeneration && e->generation != generation) return MemoryOpOutcome::kBadKey;
+  if (*generation != kAnyGeneration && e->generation != *generation) return MemoryOpOutcome::kBadKey;
   // ref §3.8: an MR registered with NdkRegisterMr (and the privileged token) is never invalidated.
   if (e->kind != EntryKind::kFastRegister && e->kind != EntryKind::kWindow) return MemoryOpOutcome::kWrongKind;
   if (!e->valid) return MemoryOpOutcome::kNotValid;
   if (e->reg.pd != pd) return MemoryOpOutcome::kPdMismatch;
-  MakeInvalid(*e);
+  *generation = e->generation;
   return MemoryOpOutcome::kOk;
+}
+
+MemoryOpOutcome Translation::Invalidate(MemoryKey key, PdNumber pd, std::uint32_t generation) {
+  const MemoryOpOutcome outcome = CheckInvalidate(key, pd, &generation);
+  if (outcome == MemoryOpOutcome::kOk) MakeInvalid(*Find(key));
+  return outcome;
 }
 
 bool Translation::Revoke(MemoryKey key) {

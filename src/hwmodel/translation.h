@@ -103,6 +103,9 @@ class Translation {
   // invalidate WQE names the entry's generation too; the others have only the token.
   static constexpr std::uint32_t kAnyGeneration = 0;
   MemoryOpOutcome Invalidate(MemoryKey key, PdNumber pd, std::uint32_t generation = kAnyGeneration);
+  // What Invalidate would answer now, changing nothing; with kOk, the entry's generation, for an
+  // Invalidate made later that must not touch a reallocation of the entry.
+  MemoryOpOutcome CheckInvalidate(MemoryKey key, PdNumber pd, std::uint32_t* generation) const;
   // Fault injection: the entry `key` names stops translating, whatever its kind, as a racing
   // invalidate or deregistration would leave it. A region stays registered (deregistration works
   // as usual); a fast-register region or window is valid again after its next fast register or
@@ -143,6 +146,7 @@ class Translation {
   CommandStatus AllocateIndex(std::uint32_t* index, std::uint32_t* generation);
   void Release(std::uint32_t index);
   Entry* Find(MemoryKey key);
+  const Entry* Find(MemoryKey key) const;
   void Unbind(Entry& window);
   // The entry stops translating: a window is unbound, anything else marked invalid.
   void MakeInvalid(Entry& e);

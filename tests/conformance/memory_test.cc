@@ -187,6 +187,32 @@ TEST_F(SendAndInvalidateTest, PlainGetCqResultsStillDeliversItAndTheTokenIsInval
   EXPECT_THAT(WriteTo(*src_, target_->Address(64), token, 16), HasStatus(STATUS_ACCESS_VIOLATION));
 }
 
+// Messages execute in order at the responder: a write sent before the send-and-invalidate that
+// takes its region back is placed before the token goes invalid. On a profile with PCIe latency
+// the invalidation took effect at the send's arrival, before the write's data had crossed PCIe,
+// and the write placed nothing though it completed with success.
+class SendAndInvalidateWithLatency : public SendAndInvalidateTest {
+ protected:
+  QpPairConfig Config() const override {
+    QpPairConfig c = SendAndInvalidateTest::Config();
+    c.fabric.profile = profiles::kConnectX100GbeRoce;
+    return c;
+  }
+};
+
+TEST_F(SendAndInvalidateWithLatency, AWriteSentJustBeforeIsPlacedBeforeTheTokenGoesInvalid) {
+  Pages pages(1);
+  NDK_MR* fr = RegisteredFrMr(pages, {pages.Page(0)}, 0, PAGE_SIZE);
+  const UINT32 token = Token(fr);
+  const NDK_SGE data = src_->Sge(0, 64);
+  ASSERT_EQ(a().Write(Ctx(2), {&data, 1}, reinterpret_cast<std::uint64_t>(pages.Data()), token), STATUS_SUCCESS);
+  ASSERT_EQ(SendAndInvalidate(a(), Ctx(4), src_->Sge(0, 32), token), STATUS_SUCCESS);
+  ASSERT_THAT(pair().Collect(b().receive_cq, 1),
+              ElementsAre(IsCompletion(NdkOperationTypeReceiveAndInvalidate, Ctx(3))));
+  EXPECT_EQ(std::memcmp(pages.Data(), src_->Data(), 64), 0);
+  EXPECT_THAT(pair().Collect(a().initiator_cq, 2), ElementsAre(Succeeded(), Succeeded()));
+}
+
 TEST_F(SendAndInvalidateTest, FastRegisteredRegionTokenIsInvalidatedToo) {
   Pages pages(1);
   NDK_MR* fr = RegisteredFrMr(pages, {pages.Page(0)}, 0, PAGE_SIZE);

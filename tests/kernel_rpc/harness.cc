@@ -14,6 +14,7 @@ Scenario DefaultScenario() {
   s.target.port = 4420;
   s.target.disk_blocks = 64;
   s.target.receive_depth = RPC_MAX_QUEUE_DEPTH;
+  s.target.invalidate_reads = 1;
   s.initiator.ipv4 = inet_addr(kInitiatorAddress);
   s.initiator.target_ipv4 = s.target.ipv4;
   s.initiator.port = s.target.port;
