@@ -696,14 +696,15 @@ const std::vector<std::string>& Environment::DebugLog() const { return impl_->de
 std::string Environment::Interleaving() const {
   std::string text;
   const Scheduler& s = impl_->scheduler;
-  Scheduler::ThreadId previous = Scheduler::kNone;
-  for (const Scheduler::Pick& pick : s.Picks()) {
+  const std::vector<Scheduler::ThreadId>& picks = s.Picks();
+  auto preemption = s.Preemptions().begin();
+  for (std::size_t i = 0; i < picks.size(); ++i) {
     if (!text.empty()) text += ", ";
-    text += s.NameOf(pick.thread);
-    if (pick.preempted_at != nullptr && previous != Scheduler::kNone) {
-      text += fmt::format(" (preempting {} at {})", s.NameOf(previous), pick.preempted_at);
+    text += s.NameOf(picks[i]);
+    if (preemption != s.Preemptions().end() && preemption->pick == i) {
+      if (i > 0) text += fmt::format(" (preempting {} at {})", s.NameOf(picks[i - 1]), preemption->where);
+      ++preemption;
     }
-    previous = pick.thread;
   }
   return text;
 }

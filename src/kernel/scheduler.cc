@@ -97,7 +97,8 @@ void Scheduler::RunUntil(const std::function<bool()>& done) {
     Thread& t = *threads_[id];
     t.state = State::kRunning;
     current_ = id;
-    picks_.push_back(Pick{id, std::exchange(preempted_at_, nullptr)});
+    if (preempted_at_ != nullptr) preemptions_.push_back(Preemption{picks_.size(), std::exchange(preempted_at_, nullptr)});
+    picks_.push_back(id);
     ++switches_;
     Fiber::Switch(*home_, *t.fiber);
     current_ = kNone;

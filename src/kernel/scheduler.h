@@ -93,12 +93,14 @@ class Scheduler {
 
   std::uint64_t Seed() const { return seed_; }
   // Every pick of Run so far, in order: the interleaving, to print beside a failing seed.
-  struct Pick {
-    ThreadId thread = kNone;
-    const char* preempted_at = nullptr;  // the previous thread was preempted there (else it blocked,
-                                         // yielded or ended)
+  const std::vector<ThreadId>& Picks() const { return picks_; }
+  // The picks that preempted the thread before them (which otherwise blocked, yielded or ended),
+  // few beside the picks: the pick's index in Picks() and where the preempted thread was.
+  struct Preemption {
+    std::size_t pick = 0;
+    const char* where = nullptr;
   };
-  const std::vector<Pick>& Picks() const { return picks_; }
+  const std::vector<Preemption>& Preemptions() const { return preemptions_; }
   // Preemption points reached so far (PCT's steps).
   std::uint64_t Steps() const { return steps_; }
   const std::string& NameOf(ThreadId thread) const;
@@ -151,7 +153,8 @@ class Scheduler {
   std::vector<ThreadId> runnable_;  // in the order they became runnable
   ThreadId current_ = kNone;
   std::unique_ptr<Fiber> home_;     // Run's own context
-  std::vector<Pick> picks_;
+  std::vector<ThreadId> picks_;
+  std::vector<Preemption> preemptions_;
   std::size_t switches_ = 0;
   std::exception_ptr failure_;
   bool running_ = false;
