@@ -54,6 +54,7 @@ NTSTATUS CreatePdTwice(NDK_ADAPTER*, NDK_FN_CREATE_COMPLETION done, PVOID contex
 }
 
 NTSTATUS CreatePd(NDK_ADAPTER*, NDK_FN_CREATE_COMPLETION, PVOID, NDK_PD** pd) {
+  if (pd == nullptr) return STATUS_INVALID_PARAMETER;
   *pd = &g_fake->pd;
   return STATUS_SUCCESS;
 }
@@ -155,6 +156,17 @@ TEST_F(KernelNdkLayer, ACallThatCompletesThroughItsCallbackAndReturnsSuccessIsRe
             "NDK_CALLBACK");
   EXPECT_NE(message_.find("NdkCreatePd called its completion callback and returned 0x0"), std::string::npos)
       << message_;
+}
+
+// Bad input goes to the provider as it came, and its status back: the layer read the missing
+// out-parameter and crashed.
+TEST_F(KernelNdkLayer, ACreateWithoutAnOutParameterGetsTheProvidersStatus) {
+  NTSTATUS status = STATUS_SUCCESS;
+  EXPECT_EQ(CheckFailing([&](NDK_ADAPTER* adapter) {
+              status = adapter->Dispatch->NdkCreatePd(adapter, &CreateDone, nullptr, nullptr);
+            }),
+            "none");
+  EXPECT_EQ(status, STATUS_INVALID_PARAMETER);
 }
 
 TEST_F(KernelNdkLayer, APendingCreateCompletedTwiceIsReported) {

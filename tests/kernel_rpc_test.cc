@@ -119,6 +119,29 @@ INSTANTIATE_TEST_SUITE_P(KernelRpc, KernelRpcModes,
                                             ::testing::Values(std::uint64_t{1}, std::uint64_t{2})),
                          ModeName);
 
+// Beyond the two seeds above: 32 more per mode, each drawing another interleaving of the drivers'
+// threads and another completion order, with the whole outcome checked for every one.
+TEST(KernelRpc, ThirtyTwoMoreSeedsInEveryModeEachRunWhole) {
+  for (const AsyncCompletion mode : {AsyncCompletion::kInline, AsyncCompletion::kPending,
+                                     AsyncCompletion::kPendingInCall, AsyncCompletion::kMixed}) {
+    for (std::uint64_t seed = 3; seed < 35; ++seed) {
+      Scenario s = DefaultScenario();
+      s.fabric.async_completion = mode;
+      s.fabric.seed = seed;
+      s.environment.seed = seed;
+      s.initiator.submitters = 1 + static_cast<std::uint32_t>(seed % 4);
+      const Outcome o = RunScenario(s);
+      ExpectEveryRequestSucceededOnce(s, o);
+      ExpectDataRoundTripped(s, o);
+      ExpectNoPoolLeft(o);
+      if (HasFailure()) {
+        ADD_FAILURE() << "seed " << seed << ", mode " << static_cast<int>(mode);
+        return;
+      }
+    }
+  }
+}
+
 // ---- faults on the data path -----------------------------------------------------------------------
 
 TEST(KernelRpcFaults, DroppedPacketsAreRetransmittedAndEveryRequestStillSucceeds) {

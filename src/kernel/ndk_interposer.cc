@@ -68,10 +68,11 @@ const char* StateName(NdkObjectRecord::State state) {
 void CreateThunk(PVOID context, NTSTATUS status, NDK_OBJECT_HEADER* header) {
   Impl& s = CurrentEnvironment();
   auto& call = *static_cast<NdkCallRecord*>(context);
+  // A record that is free already (its call completed) has nothing to read: Completing says so.
+  if (!s.ndk.Completing(call)) return;
   NdkObjectRecord& object = *call.object;
   const auto callback = reinterpret_cast<NDK_FN_CREATE_COMPLETION>(call.callback);
   void* const consumer_context = call.context;
-  if (!s.ndk.Completing(call)) return;
   if (NT_SUCCESS(status) && header != nullptr) {
     s.ndk.Install(object, header);
   } else {
@@ -84,10 +85,11 @@ void CreateThunk(PVOID context, NTSTATUS status, NDK_OBJECT_HEADER* header) {
 void RequestThunk(PVOID context, NTSTATUS status) {
   Impl& s = CurrentEnvironment();
   auto& call = *static_cast<NdkCallRecord*>(context);
+  // A record that is free already (its call completed) has nothing to read: Completing says so.
+  if (!s.ndk.Completing(call)) return;
   NdkObjectRecord& object = *call.object;
   const auto callback = reinterpret_cast<NDK_FN_REQUEST_COMPLETION>(call.callback);
   void* const consumer_context = call.context;
-  if (!s.ndk.Completing(call)) return;
   if (IsClosed(object)) {
     Violation(s, "NDK_CALLBACK", fmt::format("{} completed on a {} whose close had completed", call.service,
                                              TypeName(object.type)));
@@ -115,10 +117,11 @@ void CloseCompletes(Impl& s, NdkObjectRecord& object, const std::string& how) {
 void CloseThunk(PVOID context) {
   Impl& s = CurrentEnvironment();
   auto& call = *static_cast<NdkCallRecord*>(context);
+  // A record that is free already (its call completed) has nothing to read: Completing says so.
+  if (!s.ndk.Completing(call)) return;
   NdkObjectRecord& object = *call.object;
   const auto callback = reinterpret_cast<NDK_FN_CLOSE_COMPLETION>(call.callback);
   void* const consumer_context = call.context;
-  if (!s.ndk.Completing(call)) return;
   CloseCompletes(s, object, "by its callback");
   callback(consumer_context);
   s.ndk.Completed(call);
@@ -317,8 +320,10 @@ struct Entry<Slot> {
       if constexpr (Sh::kCreates) {
         // Created inline: the object is in the out-parameter (ref §4.1: never when pending).
         if (status != STATUS_PENDING && r.created->state == NdkObjectRecord::State::kCreating) {
-          auto* made = *std::get<sizeof...(A) - 1>(routed);
-          if (NT_SUCCESS(status) && made != nullptr) {
+          // A failed create may have had no out-parameter at all (the reason it failed).
+          auto* const out = std::get<sizeof...(A) - 1>(routed);
+          auto* const made = NT_SUCCESS(status) && out != nullptr ? *out : nullptr;
+          if (made != nullptr) {
             s.ndk.Install(*r.created, &made->Header);
           } else {
             r.created->state = NdkObjectRecord::State::kFailed;
