@@ -81,8 +81,8 @@ Environment::Impl::~Impl() {
   current_environment = previous;
 }
 
-void Environment::Impl::PreemptionPoint(bool enabled, const char* where) {
-  if (!enabled || !scheduler.InThread()) return;
+void Environment::Impl::Preempt(const char* where) {
+  if (!scheduler.InThread()) return;
   const Context& c = Current();
   // On one processor nothing preempts a thread at DISPATCH_LEVEL or holding a spin lock.
   if (c.irql >= DISPATCH_LEVEL || !c.held.empty()) return;
@@ -538,10 +538,8 @@ bool Environment::Impl::AdvanceTime() {
   };
   // The waits and timers due by now end, and the DPCs that queues run.
   const auto expire_due = [&] {
-    bool woke = dispatcher.ExpireDue(fabric.Now());
-    woke = ExpireTimers(fabric.Now()) || woke;
-    RunDpcs();
-    return progress() || woke;
+    const bool woke = ExpireDue();
+    return progress() || woke;  // progress() first: it throws a failure the DPCs recorded
   };
   RunDpcs();
   if (progress()) return true;
@@ -578,12 +576,15 @@ bool Environment::Impl::AdvanceForPollers(std::optional<TimePoint> deadline, Dur
     fabric.RunFor(*deadline - fabric.Now());
   }
   for (const Scheduler::ThreadId id : std::exchange(pollers, {})) scheduler.Wake(id);
-  if (deadline && *deadline <= fabric.Now()) {
-    (void)dispatcher.ExpireDue(fabric.Now());
-    (void)ExpireTimers(fabric.Now());
-    RunDpcs();
-  }
+  if (deadline && *deadline <= fabric.Now()) (void)ExpireDue();
   return true;
+}
+
+bool Environment::Impl::ExpireDue() {
+  bool woke = dispatcher.ExpireDue(fabric.Now());
+  woke = ExpireTimers(fabric.Now()) || woke;
+  RunDpcs();
+  return woke;
 }
 
 // ---- Environment ----------------------------------------------------------------------------------

@@ -234,14 +234,12 @@ void Route(Impl& s, NdkObjectRecord& object, const char* service, Routing& r, Tu
       if (callback == nullptr) return;
       object.disconnect_callback = reinterpret_cast<void*>(callback);
       object.disconnect_context = context;
-      object.disconnect_ex = false;
       callback = &DisconnectThunk;
       context = &object;
     } else if constexpr (std::is_same_v<T, NDK_FN_DISCONNECT_EVENT_CALLBACK_EX>) {
       if (callback == nullptr) return;
       object.disconnect_callback = reinterpret_cast<void*>(callback);
       object.disconnect_context = context;
-      object.disconnect_ex = true;
       callback = &DisconnectExThunk;
       context = &object;
     }
@@ -512,7 +510,6 @@ NdkObjectRecord& NdkInterposer::NewObject(NdkObjectRecord* adapter, NDK_OBJECT_T
 
 void NdkInterposer::Install(NdkObjectRecord& record, NDK_OBJECT_HEADER* header) {
   auto* object = reinterpret_cast<AnyObject*>(header);
-  record.header = header;
   record.type = header->ObjectType;
   record.provider_dispatch = object->Dispatch;
   record.state = NdkObjectRecord::State::kLive;

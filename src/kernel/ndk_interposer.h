@@ -27,7 +27,6 @@ struct Driver;
 
 struct NdkObjectRecord {
   enum class State : std::uint8_t { kCreating, kLive, kClosing, kClosed, kFailed };
-  NDK_OBJECT_HEADER* header = nullptr;   // once created; never read after the close completes
   NDK_OBJECT_TYPE type = NdkObjectTypeAdapter;
   const void* provider_dispatch = nullptr;
   NdkObjectRecord* adapter = nullptr;    // the adapter it was created through (itself for one)
@@ -37,10 +36,10 @@ struct NdkObjectRecord {
   // The consumer's event callback (CQ or SRQ notification, connect event) and its context.
   void* event_callback = nullptr;
   void* event_context = nullptr;
-  // The consumer's disconnect event callback (a connector's); `disconnect_ex`: the 2.1 form.
+  // The consumer's disconnect event callback (a connector's), either form: the thunk the provider
+  // was given knows which.
   void* disconnect_callback = nullptr;
   void* disconnect_context = nullptr;
-  bool disconnect_ex = false;
 };
 
 // One call the consumer gave a completion callback (create, request or close).
