@@ -22,8 +22,6 @@ namespace ndksim::provider {
 Object::Object(Adapter& adapter, NDK_OBJECT_TYPE type)
     : adapter_(adapter), type_(type), serial_(adapter.NextSerial()) {}
 
-Driver& Object::GetDriver() const { return adapter_.GetDriver(); }
-
 NDK_VERSION Object::Version() const { return adapter_.Version(); }
 
 void Object::ReleaseSuccessor() { adapter_.SuccessorReleased(*this); }

@@ -35,6 +35,10 @@ Driver::Driver(hw::Device& nic, hw::Host& host, Tracer& tracer, AsyncCompletion 
     : event_queue_(kEventQueueEntries),
       datagrams_(kDatagramEntries),
       nic_(nic),
+      profile_(nic.Profile()),
+      qp_ids_(nic.QpIds()),
+      cq_ids_(nic.CqIds()),
+      srq_ids_(nic.SrqIds()),
       host_(host),
       tracer_(tracer),
       completion_status_(nic.Profile().remote_access_error),
@@ -75,11 +79,11 @@ void Driver::CloseAdapter(NDK_ADAPTER* adapter) {
   Trace("close adapter");
 }
 
-void Driver::RegisterQp(hw::Qpn qpn, Qp* qp) { Register(qps_, nic_.QpIds(), qpn.value, qp); }
+void Driver::RegisterQp(hw::Qpn qpn, Qp* qp) { Register(qps_, qp_ids_, qpn.value, qp); }
 
-void Driver::RegisterCq(hw::CqNumber cq, Cq* object) { Register(cqs_, nic_.CqIds(), cq.value, object); }
+void Driver::RegisterCq(hw::CqNumber cq, Cq* object) { Register(cqs_, cq_ids_, cq.value, object); }
 
-void Driver::RegisterSrq(hw::SrqNumber srq, Srq* object) { Register(srqs_, nic_.SrqIds(), srq.value, object); }
+void Driver::RegisterSrq(hw::SrqNumber srq, Srq* object) { Register(srqs_, srq_ids_, srq.value, object); }
 
 void Driver::RingDoorbell(const hw::Doorbell& doorbell) { nic_.WriteDoorbell(doorbell); }
 

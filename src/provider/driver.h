@@ -52,7 +52,7 @@ class Driver {
   // ---- services for the NDK objects ----
   hw::Device& Nic() const { return nic_; }
   hw::Host& Host() const { return host_; }
-  const HardwareProfile& Profile() const { return nic_.Profile(); }
+  const HardwareProfile& Profile() const { return profile_; }
   TimePoint Now() const { return host_.Now(); }
 
   // The per-request stage log shared with the hardware model (ndksim::Tracer::Requests).
@@ -70,9 +70,9 @@ class Driver {
   void RegisterSrq(hw::SrqNumber srq, Srq* object);
   // The object an identifier names, or nullptr: a table slot holds the newest object of that
   // slot, and an identifier of an older generation (a CQE of a closed QP) does not match it.
-  Srq* FindSrq(std::uint32_t srq) const { return Lookup(srqs_, nic_.SrqIds(), srq); }
-  Qp* FindQp(std::uint32_t qpn) const { return Lookup(qps_, nic_.QpIds(), qpn); }
-  Cq* FindCq(std::uint32_t cq) const { return Lookup(cqs_, nic_.CqIds(), cq); }
+  Srq* FindSrq(std::uint32_t srq) const { return Lookup(srqs_, srq_ids_, srq); }
+  Qp* FindQp(std::uint32_t qpn) const { return Lookup(qps_, qp_ids_, qpn); }
+  Cq* FindCq(std::uint32_t cq) const { return Lookup(cqs_, cq_ids_, cq); }
 
   MemoryTable& Memory() { return memory_; }
   const CompletionStatusTable& CompletionStatus() const { return completion_status_; }
@@ -137,6 +137,12 @@ class Driver {
   hw::SpscRing<hw::EventEntry> event_queue_;  // first: it is cache-line aligned
   hw::SpscRing<hw::ManagementDatagram> datagrams_;  // one per kManagement event, in order
   hw::Device& nic_;
+  // What the driver reads from the device once, at start, as a driver queries its adapter's
+  // capabilities: the poll and posting paths use them without a call into the NIC.
+  const HardwareProfile& profile_;
+  const hw::IdLayout qp_ids_;
+  const hw::IdLayout cq_ids_;
+  const hw::IdLayout srq_ids_;
   hw::Host& host_;
   Tracer& tracer_;
   CompletionStatusTable completion_status_;

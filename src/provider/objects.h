@@ -177,6 +177,9 @@ class Adapter {
   std::uint64_t next_completion_ = 1;
 };
 
+// Inline: every post and poll asks for it.
+inline Driver& Object::GetDriver() const { return adapter_.GetDriver(); }
+
 // The create slots' wrapper (ref §3.0, §4.5): runs `create` (which writes the new object to the
 // pointer it is given, and returns an NTSTATUS), then completes inline through `out` or pends and
 // delivers the object only to `completion`, never writing `out`.

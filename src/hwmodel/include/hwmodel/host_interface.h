@@ -244,9 +244,13 @@ struct alignas(32) Cqe {
 };
 static_assert(sizeof(Cqe) == 32);
 
+// The owner value of CQE number `index` in a ring of `entries` (a power of two, which the command
+// interface enforces): the parity of the pass, (index / entries) & 1, without the division.
 constexpr std::uint8_t OwnerParity(std::uint32_t index, std::uint32_t entries) {
-  return static_cast<std::uint8_t>((index / entries) & 1u);
+  return static_cast<std::uint8_t>((index & entries) != 0);
 }
+static_assert(OwnerParity(0, 4) == 0 && OwnerParity(3, 4) == 0 && OwnerParity(4, 4) == 1 && OwnerParity(7, 4) == 1 &&
+              OwnerParity(8, 4) == 0 && OwnerParity(0xffff'ffffu, 1u << 31) == 1);
 
 // A completion queue in host memory. The consumer index is written by the driver (release) after it
 // has read entries; the NIC reads it (acquire) to detect overrun and to evaluate arming.
