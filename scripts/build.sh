@@ -21,7 +21,8 @@ else
   scripts/deps.sh
 fi
 # Sanitizer builds run the suite only: no wall-clock benchmarks, and -O1 with line tables (enough
-# for the sanitizers' stack traces, and much quicker to compile than -O2 -g).
+# for the sanitizers' stack traces, and much quicker to compile than -O2 -g); the test programs'
+# own code compiles at -O0 (tests/CMakeLists.txt).
 micro=ON
 if [ -n "$sanitize" ]; then
   micro=OFF
