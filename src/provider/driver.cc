@@ -41,7 +41,7 @@ Driver::Driver(hw::Device& nic, hw::Host& host, Tracer& tracer, AsyncCompletion 
       srq_ids_(nic.SrqIds()),
       host_(host),
       tracer_(tracer),
-      completion_status_(nic.Profile().remote_access_error),
+      completion_status_(profile_.remote_access_error),
       cm_(std::make_unique<ConnectionManager>(*this)),
       completion_rng_(seed ^ (0x9e3779b97f4a7c15ull * (nic.Id() + 1))),
       async_completion_(async_completion) {

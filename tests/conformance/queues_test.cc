@@ -435,6 +435,23 @@ TEST_F(QueuesSmallCq, OverrunNotifiesBufferOverflowAndTheCqReportsNothingMore) {
   EXPECT_THAT(pair().Drain(b().receive_cq), IsEmpty());
 }
 
+// The CQ's ring is used pass after pass: each CQE slot's owner bit tells the poller which pass
+// wrote it, so a drained slot is never read again and a new one never missed.
+TEST_F(QueuesSmallCq, ARingOfTwoUsedForFivePassesGivesEveryCompletionOnceInOrder) {
+  std::vector<void*> received;
+  for (std::uintptr_t pass = 0; pass < 5; ++pass) {
+    PostReceives(2, 100 + 2 * pass);
+    SendFromA(1);
+    SendFromA(2);
+    pair().fabric().RunUntilIdle();
+    EXPECT_THAT(pair().Drain(a().initiator_cq), SizeIs(2));
+    for (const NDK_RESULT_EX& r : pair().Drain(b().receive_cq)) received.push_back(r.RequestContext);
+  }
+  std::vector<void*> expected;
+  for (std::uintptr_t i = 100; i < 110; ++i) expected.push_back(Ctx(i));
+  EXPECT_EQ(received, expected);
+}
+
 TEST_F(QueuesSmallCq, OverrunKillsEveryQpOnTheCq) {
   PostReceives(3);
   for (std::uintptr_t i = 1; i <= 3; ++i) SendFromA(i);
