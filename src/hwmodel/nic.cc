@@ -26,7 +26,7 @@ namespace {
 constexpr std::uint32_t kFirstQpn = 0x40;  // low QPNs are reserved for special QPs on real NICs
 // Enough for the doorbells of a busy engine's interval between drains; a larger burst (stepped
 // mode lets a consumer post any number before it runs the fabric) spills into the overflow list.
-constexpr std::uint32_t kDoorbellFifoEntries = 1u << 11;
+constexpr std::uint32_t kDoorbellFifoEntries = 1u << 10;
 constexpr std::uint32_t kMaxSendStrideBlocks = std::bit_ceil(static_cast<std::uint32_t>(
     (kSendWqeHeaderSegments + std::max<std::size_t>(kMaxSge, kMaxInlineBytes / kWqeSegmentBytes) + kSegmentsPerBlock - 1) /
     kSegmentsPerBlock));

@@ -16,17 +16,25 @@
 
 namespace ndksim::hw {
 
-// Vyukov's bounded MPMC queue with the dequeue side specialised to one consumer.
+// A bounded queue after Vyukov's MPMC design, with the dequeue side specialised to one consumer
+// that never writes the cells.
 //
-// Each cell carries a sequence number that says whose turn it is. For enqueue position `pos`
-// (cell pos & mask): sequence == pos means the cell is free for the producer that claims `pos`;
-// sequence == pos + 1 means it holds the item for dequeue position `pos`; after the consumer
-// takes it, sequence == pos + capacity frees it for the producer one lap later. Producers claim
-// positions with a CAS on enqueue_pos_; the single consumer owns dequeue_pos_ outright.
+// Each cell carries a sequence number that says whether it holds the item for a position: the
+// producer that claims position `pos` (cell pos & mask) writes the item, then stores pos + 1 as
+// the cell's sequence; the consumer takes the head item when its cell's sequence is head + 1.
+// Producers claim positions with a CAS on enqueue_pos_, and only while the claimed cell is free:
+// `pos` is below the consumer's published head plus the capacity. Producers keep a lower bound of
+// that head (head_bound_, beside enqueue_pos_) and read the consumer's line only when the bound
+// runs out, once per lap at most.
+//
+// So a producer touches only the cells it fills and the producers' own line, never a line the
+// consumer wrote: in threaded mode, a doorbell write does not wait for a line to come back from
+// the engine's core. (Vyukov's consumer marks each cell free by writing its sequence, and every
+// producer then reads that line back.)
 //
 // Capacity rule: at most Capacity() items are queued; TryPush returns false when the cell it would
-// claim still holds an item from the previous lap (back-pressure: nothing is dropped). Positions
-// are 64-bit and never wrap in practice (2^64 doorbells).
+// claim may still hold an item from the previous lap (back-pressure: nothing is dropped).
+// Positions are 64-bit and never wrap in practice (2^64 doorbells).
 //
 // A producer that has claimed a position but not yet written its cell makes the consumer see
 // the queue as empty until it finishes, even if later producers have finished: this keeps FIFO
@@ -45,7 +53,10 @@ class MpscQueue {  // NOLINT(clang-analyzer-optin.performance.Padding): indices 
         mask_(capacity - 1),
         cells_(std::make_unique<Cell[]>(capacity)),
         enqueue_pos_(0),
+        head_bound_(0),
+        head_(0),
         dequeue_pos_(0) {
+    // Cell i first holds the item for position i when its sequence is i + 1; start it at i.
     // release: has no partner of its own; whatever hands the queue to other threads (thread
     // start, a mutex) orders these initial sequences before their first TryPush/TryPop.
     for (uint32_t i = 0; i < capacity; ++i) {
@@ -60,45 +71,45 @@ class MpscQueue {  // NOLINT(clang-analyzer-optin.performance.Padding): indices 
 
   // Any thread. False when the queue is full.
   [[nodiscard]] bool TryPush(const T& value) {
-    // relaxed: the position is only a ticket; what is in the cell is ordered by the cell's
-    // sequence (acquire below), and the CAS makes the ticket unique.
+    // relaxed: the position is only a ticket; the CAS makes it unique, and the cell's freedom is
+    // ordered by the head (acquire below).
     uint64_t pos = enqueue_pos_.load(std::memory_order_relaxed);
-    Cell* cell;
     for (;;) {
-      cell = &cells_[pos & mask_];
-      // acquire: pairs with the release store in TryPop (or the constructor); the consumer's
-      // read of the previous lap's item happens before we overwrite the cell.
-      const uint64_t seq = cell->sequence.load(std::memory_order_acquire);
-      const int64_t lag = static_cast<int64_t>(seq - pos);
-      if (lag == 0) {
-        // relaxed (both orders): see the load above; on failure `pos` is reloaded and the cell
-        // re-examined, so nothing depends on ordering here.
-        if (enqueue_pos_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed,
-                                               std::memory_order_relaxed)) {
-          break;
-        }
-      } else if (lag < 0) {
-        return false;  // The cell still holds an item from the previous lap: full.
-      } else {
-        // Another producer claimed `pos` first; catch up with the current ticket.
-        pos = enqueue_pos_.load(std::memory_order_relaxed);  // relaxed: as the first load.
+      // acquire: pairs with the release store of the bound below, made by a producer that read
+      // the head with acquire; so the consumer's read of the cell's previous item happens before
+      // our write, whichever producer read the head.
+      if (pos - head_bound_.load(std::memory_order_acquire) >= capacity_) {
+        // The bound ran out: read the consumer's head. acquire: pairs with the release store in
+        // TryPop; the consumer's read of the previous lap's item happens before we overwrite the
+        // cell. Any producer may store a bound it read: every one is a lower bound of the head.
+        const uint64_t head = head_.load(std::memory_order_acquire);
+        head_bound_.store(head, std::memory_order_release);  // release: see the load above
+        if (pos - head >= capacity_) return false;  // the cell still holds the previous lap's item
+      }
+      // relaxed (both orders): the position is a ticket; on failure `pos` is reloaded and the
+      // cell's freedom checked again.
+      if (enqueue_pos_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed, std::memory_order_relaxed)) {
+        break;
       }
     }
-    cell->value = value;
-    // release: pairs with the acquire load in TryPop/Empty; publishes cell->value.
-    cell->sequence.store(pos + 1, std::memory_order_release);
+    Cell& cell = cells_[pos & mask_];
+    __builtin_prefetch(&cells_[(pos + kPrefetchAhead) & mask_], 1, 3);  // never faults, changes no data
+    cell.value = value;
+    // release: pairs with the acquire load in TryPop/Empty; publishes cell.value.
+    cell.sequence.store(pos + 1, std::memory_order_release);
     return true;
   }
 
   // Consumer thread only. False when there is nothing ready at the head.
   [[nodiscard]] bool TryPop(T& out) {
-    Cell& cell = cells_[dequeue_pos_ & mask_];
+    const Cell& cell = cells_[dequeue_pos_ & mask_];
     if (!HeadReady(cell)) return false;
     out = cell.value;
-    // release: pairs with the acquire load in TryPush; our read of the value happens before a
-    // producer one lap later overwrites it.
-    cell.sequence.store(dequeue_pos_ + capacity_, std::memory_order_release);
     ++dequeue_pos_;
+    // release: pairs with the acquire load in TryPush; our read of the value happens before a
+    // producer one lap later overwrites it. A plain store on x86, to a line producers read once
+    // a lap.
+    head_.store(dequeue_pos_, std::memory_order_release);
     return true;
   }
 
@@ -106,12 +117,17 @@ class MpscQueue {  // NOLINT(clang-analyzer-optin.performance.Padding): indices 
   bool Empty() const { return !HeadReady(cells_[dequeue_pos_ & mask_]); }
 
  private:
-  struct Cell {
+  // A cell to a cache line. The engine reads each doorbell soon after it is written; with two
+  // cells to a line, the next write would find the line on the engine's core and wait for it.
+  // One to a line, the producer finds the line where the engine left it a lap earlier, and asks
+  // for it in advance (TryPush).
+  struct alignas(kCacheLineBytes) Cell {
     std::atomic<uint64_t> sequence{0};
     T value{};
   };
-  // Cells are not padded to a cache line: doorbells are small, and packing several per line lets
-  // the engine drain a burst with few misses, at the price of some false sharing among producers.
+  static_assert(sizeof(Cell) == kCacheLineBytes, "a doorbell record and its sequence fit one line");
+  // How many cells ahead a producer asks for the line of a later cell (see Cell).
+  static constexpr uint64_t kPrefetchAhead = 8;
 
   static uint32_t CheckedCapacity(uint32_t capacity) {
     // One cell cannot work: "holds the item for pos" (pos + 1) would equal "free for pos + 1".
@@ -125,8 +141,8 @@ class MpscQueue {  // NOLINT(clang-analyzer-optin.performance.Padding): indices 
   bool HeadReady(const Cell& cell) const {
     // acquire: pairs with the release store in TryPush; publishes cell.value.
     const uint64_t seq = cell.sequence.load(std::memory_order_acquire);
-    // With one consumer the head cell is either not yet written (seq <= dequeue_pos_) or holds
-    // exactly our item; anything later would mean a producer lapped an unconsumed item.
+    // With one consumer the head cell holds an older lap's sequence (at most head + 1 - capacity)
+    // or exactly our item; anything later would mean a producer lapped an unconsumed item.
     NDKSIM_CHECK(seq <= dequeue_pos_ + 1, "a producer overwrote an unconsumed doorbell (cell sequence {}, head {})",
                  seq, dequeue_pos_);
     return seq == dequeue_pos_ + 1;
@@ -136,11 +152,13 @@ class MpscQueue {  // NOLINT(clang-analyzer-optin.performance.Padding): indices 
   const uint32_t mask_;
   const std::unique_ptr<Cell[]> cells_;
 
-  // Contended by all producers; kept off the consumer's line.
+  // The producers' line: contended by all producers, kept off the consumer's line.
   alignas(kCacheLineBytes) std::atomic<uint64_t> enqueue_pos_;
+  std::atomic<uint64_t> head_bound_;  // a lower bound of head_, shared by the producers
 
-  // Consumer-private: only the engine thread reads or writes it.
-  alignas(kCacheLineBytes) uint64_t dequeue_pos_;
+  // The consumer's line: it writes the head on every pop; producers read it once a lap.
+  alignas(kCacheLineBytes) std::atomic<uint64_t> head_;
+  uint64_t dequeue_pos_;  // consumer-private: equal to head_, read without an atomic load
 };
 
 }  // namespace ndksim::hw

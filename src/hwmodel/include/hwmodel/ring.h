@@ -86,16 +86,17 @@ class SpscRing {
   // Makes the next `n` slots (already written) visible to the consumer.
   void ProducerPublish(uint32_t n = 1) {
     // The caller must not publish slots the consumer still owns. The cached consumer index is a
-    // lower bound, so the check costs nothing when it passes; only a doubtful case reloads it
-    // (acquire: pairs with the release store in ConsumerRelease; we only need the value).
-    NDKSIM_CHECK(FitsIn(n, capacity_, prod_next_ - cons_cache_) ||
-                     FitsIn(n, capacity_, prod_next_ - cons_.load(std::memory_order_acquire)),
-                 "publishing {} entries into a ring of {} with {} unreleased", n, capacity_,
-                 prod_next_ - cons_.load(std::memory_order_acquire));
+    // lower bound, so the check costs nothing when it passes. A doubtful case reloads it (acquire:
+    // pairs with the release store in ConsumerRelease; we only need the value) and keeps the
+    // fresh value: a caller that writes through SlotAt never refreshes the cache otherwise, and
+    // every publish would then read the line the consumer writes.
+    if (!FitsIn(n, capacity_, prod_next_ - cons_cache_)) {
+      cons_cache_ = cons_.load(std::memory_order_acquire);
+      NDKSIM_CHECK(FitsIn(n, capacity_, prod_next_ - cons_cache_),
+                   "publishing {} entries into a ring of {} with {} unreleased", n, capacity_,
+                   prod_next_ - cons_cache_);
+    }
     prod_next_ += n;
-    // A caller that wrote through SlotAt never refreshed cons_cache_; the capacity rule gives a
-    // lower bound on the consumer index, which keeps prod_next_ - cons_cache_ within capacity.
-    if (prod_next_ - cons_cache_ > capacity_) cons_cache_ = prod_next_ - capacity_;
     // release: pairs with the acquire loads of prod_ in ConsumerHasEntries, Available and
     // PublishedProducerIndex; publishes the contents of the slots written before this store.
     prod_.store(prod_next_, std::memory_order_release);
@@ -132,15 +133,15 @@ class SpscRing {
   // Returns the oldest `n` entries' slots to the producer.
   void ConsumerRelease(uint32_t n = 1) {
     // The caller must not release entries that were never published. The cached producer index
-    // is a lower bound, so the check costs nothing when it passes; only a doubtful case reloads it
-    // (acquire: pairs with the release store in ProducerPublish; we only need the value).
-    NDKSIM_CHECK(Within(n, prod_cache_ - cons_next_, capacity_) ||
-                     Within(n, prod_.load(std::memory_order_acquire) - cons_next_, capacity_),
-                 "releasing {} entries of a ring with {} published", n,
-                 prod_.load(std::memory_order_acquire) - cons_next_);
-    // A caller that learnt of these entries through PublishedProducerIndex never refreshed
-    // prod_cache_; keep it from falling behind our own counter (that difference would wrap).
-    if (n > prod_cache_ - cons_next_) prod_cache_ = cons_next_ + n;
+    // is a lower bound, so the check costs nothing when it passes. A doubtful case reloads it
+    // (acquire: pairs with the release store in ProducerPublish; we only need the value) and keeps
+    // the fresh value: a caller that learnt of these entries through PublishedProducerIndex never
+    // refreshes the cache otherwise, and every release would then read the producer's line.
+    if (!Within(n, prod_cache_ - cons_next_, capacity_)) {
+      prod_cache_ = prod_.load(std::memory_order_acquire);
+      NDKSIM_CHECK(Within(n, prod_cache_ - cons_next_, capacity_), "releasing {} entries of a ring with {} published",
+                   n, prod_cache_ - cons_next_);
+    }
     cons_next_ += n;
     // release: pairs with the acquire load of cons_ in ProducerHasRoom; orders our reads of the
     // released slots before the producer may overwrite them.
