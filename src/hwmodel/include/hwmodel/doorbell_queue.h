@@ -27,8 +27,8 @@ namespace ndksim::hw {
 // that head (head_bound_, beside enqueue_pos_) and read the consumer's line only when the bound
 // runs out, once per lap at most.
 //
-// So a producer touches only the cells it fills and the producers' own line, never a line the
-// consumer wrote: in threaded mode, a doorbell write does not wait for a line to come back from
+// So a producer touches only the cells it fills and the producers' own line, and the consumer's
+// line once a lap: in threaded mode, a doorbell write does not wait for a line to come back from
 // the engine's core. (Vyukov's consumer marks each cell free by writing its sequence, and every
 // producer then reads that line back.)
 //
@@ -84,7 +84,14 @@ class MpscQueue {  // NOLINT(clang-analyzer-optin.performance.Padding): indices 
         // cell. Any producer may store a bound it read: every one is a lower bound of the head.
         const uint64_t head = head_.load(std::memory_order_acquire);
         head_bound_.store(head, std::memory_order_release);  // release: see the load above
-        if (pos - head >= capacity_) return false;  // the cell still holds the previous lap's item
+        if (pos - head >= capacity_) {
+          // Full, unless `pos` is stale: other producers moved on, and the consumer's head may
+          // even have passed it (the difference then wraps). Only a current ticket says full.
+          const uint64_t current = enqueue_pos_.load(std::memory_order_relaxed);  // relaxed: a ticket
+          if (current == pos) return false;  // the cell still holds the previous lap's item
+          pos = current;
+          continue;
+        }
       }
       // relaxed (both orders): the position is a ticket; on failure `pos` is reloaded and the
       // cell's freedom checked again.
