@@ -100,7 +100,6 @@ class MpscQueue {  // NOLINT(clang-analyzer-optin.performance.Padding): indices 
       }
     }
     Cell& cell = cells_[pos & mask_];
-    __builtin_prefetch(&cells_[(pos + kPrefetchAhead) & mask_], 1, 3);  // never faults, changes no data
     cell.value = value;
     // release: pairs with the acquire load in TryPop/Empty; publishes cell.value.
     cell.sequence.store(pos + 1, std::memory_order_release);
@@ -126,15 +125,12 @@ class MpscQueue {  // NOLINT(clang-analyzer-optin.performance.Padding): indices 
  private:
   // A cell to a cache line. The engine reads each doorbell soon after it is written; with two
   // cells to a line, the next write would find the line on the engine's core and wait for it.
-  // One to a line, the producer finds the line where the engine left it a lap earlier, and asks
-  // for it in advance (TryPush).
+  // One to a line, the producer finds the line where the engine left it a lap earlier.
   struct alignas(kCacheLineBytes) Cell {
     std::atomic<uint64_t> sequence{0};
     T value{};
   };
   static_assert(sizeof(Cell) == kCacheLineBytes, "a doorbell record and its sequence fit one line");
-  // How many cells ahead a producer asks for the line of a later cell (see Cell).
-  static constexpr uint64_t kPrefetchAhead = 8;
 
   static uint32_t CheckedCapacity(uint32_t capacity) {
     // One cell cannot work: "holds the item for pos" (pos + 1) would equal "free for pos + 1".
