@@ -2,7 +2,8 @@
 // Threaded mode against stepped mode, in wall-clock time, on the functional profile:
 //   - the WQE rate of one posting thread against the engine's thread (64-B writes, DEFER chains of
 //     1, 16 and 64), and the same workload run stepped on one thread;
-//   - what a post costs the posting thread while the engine runs, against its stepped cost;
+//   - what a post costs the posting thread while the engine runs, against its stepped cost, and
+//     while the engine takes each doorbell as it comes but executes nothing;
 //   - one-way latency of a ping-pong between two application threads through the simulator
 //     (post -> peer's CQE -> reply), with the engine as fast as possible and paced.
 #include <benchmark/benchmark.h>
@@ -47,21 +48,35 @@ void ReapBatch(NDK_CQ* cq) {
   }
 }
 
+// A pace at which simulated time stands still while a batch is posted (a wall-clock second per
+// simulated nanosecond): the engine's thread takes each doorbell as it comes (the MMIO write's
+// arrival is scheduled), but no event falls due, so no WQE is fetched or executed.
+constexpr double kFrozenPace = 1e9;
+
 // Posts a batch, then waits for its completions; items are WQEs. End to end (real time), or with
 // `posts_only` the posting thread's own cost: only the posting calls are timed (manual time), not
-// the wait for the completions (threaded) or the engine's run (stepped).
-void Writes(benchmark::State& state, bool threaded, bool posts_only) {
+// the wait for the completions (threaded) or the engine's run (stepped). With `doorbells_only`
+// (threaded) the engine is frozen while the batch is posted (kFrozenPace); the batch then runs
+// stepped, untimed, and the engine's thread starts again.
+void Writes(benchmark::State& state, bool threaded, bool posts_only, bool doorbells_only = false) {
   const auto chain = static_cast<ULONG>(state.range(0));
   QpPair pair(BenchConfig());
   auto src = pair.a().Register(64);
   auto dst = pair.b().Register(64);
   const NDK_SGE sge = src->Sge(0, 64);
-  if (threaded) pair.fabric().Start();
+  EngineThreadConfig engine;
+  if (doorbells_only) engine.pace = kFrozenPace;
+  if (threaded) pair.fabric().Start(engine);
   for ([[maybe_unused]] auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
     PostBatch(pair.a().qp, sge, dst->Address(), dst->RemoteToken(), chain);
     if (posts_only) {
       state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    if (doorbells_only) {
+      pair.fabric().Stop(StopMode::kNow);
+      pair.fabric().RunUntilIdle();
+      pair.fabric().Start(engine);
     }
     if (!threaded) pair.fabric().RunUntilIdle();
     ReapBatch(pair.a().initiator_cq);
@@ -109,6 +124,14 @@ void BM_Stepped_PostCost(benchmark::State& state) { Writes(state, false, true); 
 void BM_Threaded_PostCost(benchmark::State& state) { Writes(state, true, true); }
 BENCHMARK(BM_Stepped_PostCost)->Arg(1)->Arg(16)->UseManualTime();
 BENCHMARK(BM_Threaded_PostCost)->Arg(1)->Arg(16)->UseManualTime();
+
+// The same posting thread while the engine's thread takes every doorbell but executes nothing
+// (kFrozenPace): what the posting path itself pays for handing its doorbells across, without the
+// engine concurrently reading and executing the WQEs of the same queue.
+void BM_Threaded_PostCost_DoorbellsOnly(benchmark::State& state) { Writes(state, true, true, true); }
+// A fixed number of batches: each is followed by an untimed stepped run and a thread restart,
+// which the benchmark's own iteration count (chosen from the timed part alone) would multiply.
+BENCHMARK(BM_Threaded_PostCost_DoorbellsOnly)->Arg(1)->Arg(16)->Iterations(1000)->UseManualTime();
 
 // What crossing between the two cores costs on this machine, with no simulator at all: the floor
 // under every threaded figure above and below.

@@ -15,8 +15,6 @@
 
 namespace ndksim::hw {
 
-using NodeId = std::uint32_t;
-
 // A 24-bit packet sequence number with wrap-aware ordering.
 struct Psn {
   static constexpr std::uint32_t kMask = 0x00ff'ffff;

@@ -23,8 +23,6 @@ namespace ndksim::hw {
 
 class Nic;
 
-using NodeId = std::uint32_t;
-
 // An IPv4 or IPv6 address as the NIC's management agent routes on it.
 struct NetworkAddress {
   std::uint8_t family = 0;  // 4 or 6

@@ -18,6 +18,8 @@ namespace ndksim::hw {
 
 // ---- identifiers -------------------------------------------------------------------------------
 
+using NodeId = std::uint32_t;  // a node of the fabric: one NIC
+
 struct Qpn {  // queue pair number, 24 bits as on the wire
   std::uint32_t value = 0;
   constexpr auto operator<=>(const Qpn&) const = default;
