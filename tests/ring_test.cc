@@ -16,6 +16,15 @@
 #include "sanitizers.h"
 
 namespace ndksim::hw {
+
+// Pushes with a ticket chosen by the test, as a producer preempted after loading its ticket holds.
+struct MpscQueueTestAccess {
+  template <typename T>
+  static bool PushFrom(MpscQueue<T>& queue, uint64_t ticket, const T& value) {
+    return queue.PushFrom(ticket, value);
+  }
+};
+
 namespace {
 
 using testing_build::kUnderTsan;
@@ -470,6 +479,23 @@ TEST(MpscQueueTest, ATwoCellQueueIsFullAndThenFreeOnEveryLap) {
     }
     EXPECT_TRUE(queue.Empty());
   }
+}
+
+// A producer that loaded its ticket and was preempted while the others pushed three and the
+// consumer took all three holds a ticket the head has passed: its distance to the head wraps and
+// looks like a full queue. The queue has room, so the push takes the current ticket instead.
+TEST(MpscQueueTest, APushWithAStaleTicketTakesTheCurrentOneInsteadOfReportingFull) {
+  MpscQueue<uint64_t> queue(2);
+  uint64_t out = 0;
+  for (uint64_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(queue.TryPush(i));
+    ASSERT_TRUE(queue.TryPop(out));
+    ASSERT_EQ(out, i);
+  }
+  EXPECT_TRUE(MpscQueueTestAccess::PushFrom(queue, /*ticket=*/0, uint64_t{7}));
+  ASSERT_TRUE(queue.TryPop(out));
+  EXPECT_EQ(out, 7u);
+  EXPECT_TRUE(queue.Empty());
 }
 
 // MpscQueue: concurrent producers

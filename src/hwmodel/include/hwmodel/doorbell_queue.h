@@ -72,8 +72,33 @@ class MpscQueue {  // NOLINT(clang-analyzer-optin.performance.Padding): indices 
   // Any thread. False when the queue is full.
   [[nodiscard]] bool TryPush(const T& value) {
     // relaxed: the position is only a ticket; the CAS makes it unique, and the cell's freedom is
-    // ordered by the head (acquire below).
-    uint64_t pos = enqueue_pos_.load(std::memory_order_relaxed);
+    // ordered by the head (acquire in PushFrom).
+    return PushFrom(enqueue_pos_.load(std::memory_order_relaxed), value);
+  }
+
+  // Consumer thread only. False when there is nothing ready at the head.
+  [[nodiscard]] bool TryPop(T& out) {
+    const Cell& cell = cells_[dequeue_pos_ & mask_];
+    if (!HeadReady(cell)) return false;
+    out = cell.value;
+    ++dequeue_pos_;
+    // release: pairs with the acquire load in PushFrom; our read of the value happens before a
+    // producer one lap later overwrites it. A plain store on x86, to a line producers read once
+    // a lap.
+    head_.store(dequeue_pos_, std::memory_order_release);
+    return true;
+  }
+
+  // Consumer thread only. True when TryPop would return false right now.
+  bool Empty() const { return !HeadReady(cells_[dequeue_pos_ & mask_]); }
+
+ private:
+  friend struct MpscQueueTestAccess;
+
+  // TryPush from the ticket `pos` it loaded. The ticket may be stale by the time it is used (the
+  // producer was preempted after loading it), which is what a test passes to hold that a stale
+  // ticket never reads as a full queue.
+  bool PushFrom(uint64_t pos, const T& value) {
     for (;;) {
       // acquire: pairs with the release store of the bound below, made by a producer that read
       // the head with acquire; so the consumer's read of the cell's previous item happens before
@@ -106,23 +131,6 @@ class MpscQueue {  // NOLINT(clang-analyzer-optin.performance.Padding): indices 
     return true;
   }
 
-  // Consumer thread only. False when there is nothing ready at the head.
-  [[nodiscard]] bool TryPop(T& out) {
-    const Cell& cell = cells_[dequeue_pos_ & mask_];
-    if (!HeadReady(cell)) return false;
-    out = cell.value;
-    ++dequeue_pos_;
-    // release: pairs with the acquire load in TryPush; our read of the value happens before a
-    // producer one lap later overwrites it. A plain store on x86, to a line producers read once
-    // a lap.
-    head_.store(dequeue_pos_, std::memory_order_release);
-    return true;
-  }
-
-  // Consumer thread only. True when TryPop would return false right now.
-  bool Empty() const { return !HeadReady(cells_[dequeue_pos_ & mask_]); }
-
- private:
   // A cell to a cache line. The engine reads each doorbell soon after it is written; with two
   // cells to a line, the next write would find the line on the engine's core and wait for it.
   // One to a line, the producer finds the line where the engine left it a lap earlier.
@@ -142,7 +150,7 @@ class MpscQueue {  // NOLINT(clang-analyzer-optin.performance.Padding): indices 
   }
 
   bool HeadReady(const Cell& cell) const {
-    // acquire: pairs with the release store in TryPush; publishes cell.value.
+    // acquire: pairs with the release store in PushFrom; publishes cell.value.
     const uint64_t seq = cell.sequence.load(std::memory_order_acquire);
     // With one consumer the head cell holds an older lap's sequence (at most head + 1 - capacity)
     // or exactly our item; anything later would mean a producer lapped an unconsumed item.
