@@ -209,6 +209,60 @@ void BM_CrossCore_StreamSlots(benchmark::State& state) {
 }
 BENCHMARK(BM_CrossCore_StreamSlots)->Arg(1)->Arg(16)->Arg(64)->UseRealTime();
 
+// What a post pays because another core reads the line it writes, with no simulator: per item,
+// the producer writes six words of one 64-B line in a ring of 1,024 lines 256 B apart (a WQE's
+// first line), makes `range(1)` further stores (what the rest of a post stores: its stack frames,
+// the context slot, the indices), and publishes the item with a release store of its index. With
+// `range(0)` = 1 another thread reads each line as it is published (the engine fetching the WQE);
+// with 0 it reads only the index. A line the reader holds must be taken back before the producer's
+// store to it can leave the store buffer, and every later store waits behind it.
+void BM_CrossCore_LinesReadBehind(benchmark::State& state) {
+  constexpr std::uint32_t kItems = 1024;
+  constexpr std::uint32_t kLinesPerItem = 4;
+  const bool reader_reads_lines = state.range(0) != 0;
+  const auto further_stores = static_cast<std::size_t>(state.range(1));
+  struct alignas(64) Line {
+    std::array<std::uint64_t, 8> words;
+  };
+  std::vector<Line> ring(std::size_t{kItems} * kLinesPerItem);
+  alignas(64) std::atomic<std::uint32_t> published{0};
+  alignas(64) std::atomic<std::uint32_t> consumed{0};
+  std::atomic<bool> quit{false};
+  std::thread reader([&] {
+    std::uint64_t sum = 0;
+    for (std::uint32_t next = 0; !quit.load(std::memory_order_relaxed);) {
+      const std::uint32_t p = published.load(std::memory_order_acquire);
+      if (reader_reads_lines) {
+        for (; next != p; ++next) sum += ring[(next % kItems) * kLinesPerItem].words[0];
+      }
+      next = p;
+      consumed.store(next, std::memory_order_release);
+    }
+    benchmark::DoNotOptimize(sum);
+  });
+  std::array<std::uint64_t, 64> scratch{};
+  std::uint32_t i = 0;
+  std::uint32_t room_until = 0;  // items below this index are known free
+  for ([[maybe_unused]] auto _ : state) {
+    for (std::uint32_t k = 0; k < kItems; ++k, ++i) {
+      while (i >= room_until) room_until = consumed.load(std::memory_order_acquire) + kItems;
+      Line& line = ring[(i % kItems) * kLinesPerItem];
+      for (std::size_t w = 0; w < 6; ++w) line.words[w] = i;
+      for (std::size_t s = 0; s < further_stores; ++s) {
+        scratch[s] = i + s;
+        benchmark::ClobberMemory();  // each is a store of its own, as a post's are
+      }
+      published.store(i + 1, std::memory_order_release);
+    }
+  }
+  quit = true;
+  reader.join();
+  benchmark::DoNotOptimize(scratch);
+  state.counters["ns_per_item"] = benchmark::Counter(
+      static_cast<double>(kItems), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_CrossCore_LinesReadBehind)->ArgsProduct({{0, 1}, {16, 32}})->UseRealTime();
+
 // A pair for ping-pong: 8-B messages, 32 receives posted on each side.
 struct PingPongPair {
   static QpPairConfig Config() {

@@ -85,8 +85,6 @@ void Driver::RegisterCq(hw::CqNumber cq, Cq* object) { Register(cqs_, cq_ids_, c
 
 void Driver::RegisterSrq(hw::SrqNumber srq, Srq* object) { Register(srqs_, srq_ids_, srq.value, object); }
 
-void Driver::RingDoorbell(const hw::Doorbell& doorbell) { nic_.WriteDoorbell(doorbell); }
-
 // ---- interrupts and the event queue -----------------------------------------------------------
 
 void Driver::OnInterrupt(std::uint32_t /*vector*/) {

@@ -79,7 +79,7 @@ class Driver {
   ConnectionManager& Cm() { return *cm_; }
 
   // One MMIO doorbell write (never fails: hw::DoorbellInbox::Write).
-  void RingDoorbell(const hw::Doorbell& doorbell);
+  void RingDoorbell(const hw::Doorbell& doorbell) { nic_.WriteDoorbell(doorbell); }
 
   // Deferred work: a DPC (now, after the current call returns) or a kernel timer. Whoever starts
   // work cancels it when it stops caring (e.g. the object dies), so late events find nothing.

@@ -74,62 +74,18 @@ NTSTATUS CloseQp(NDK_OBJECT_HEADER* header, NDK_FN_CLOSE_COMPLETION completion, 
 
 VOID Flush(NDK_QP* ndk) { Qp::From(ndk).Flush(); }
 
-NTSTATUS Send(NDK_QP* ndk, PVOID context, const NDK_SGE* sgl, ULONG n, ULONG flags) {
-  return Qp::From(ndk).PostInitiator({.opcode = hw::WqeOpcode::kSend,
-                                      .context = context,
-                                      .sgl = sgl,
-                                      .sge_count = n,
-                                      .flags = flags});
-}
-
-NTSTATUS SendAndInvalidate(NDK_QP* ndk, PVOID context, const NDK_SGE* sgl, ULONG n, ULONG flags,
-                           UINT32 remote_token) {
-  return Qp::From(ndk).PostInitiator({.opcode = hw::WqeOpcode::kSendInvalidate,
-                                      .context = context,
-                                      .sgl = sgl,
-                                      .sge_count = n,
-                                      .flags = flags,
-                                      .invalidate_token = remote_token});
-}
-
-NTSTATUS Read(NDK_QP* ndk, PVOID context, const NDK_SGE* sgl, ULONG n, UINT64 remote_address,
-              UINT32 remote_token, ULONG flags) {
-  return Qp::From(ndk).PostInitiator({.opcode = hw::WqeOpcode::kRead,
-                                      .context = context,
-                                      .sgl = sgl,
-                                      .sge_count = n,
-                                      .flags = flags,
-                                      .remote_address = remote_address,
-                                      .remote_token = remote_token});
-}
-
-NTSTATUS Write(NDK_QP* ndk, PVOID context, const NDK_SGE* sgl, ULONG n, UINT64 remote_address,
-               UINT32 remote_token, ULONG flags) {
-  return Qp::From(ndk).PostInitiator({.opcode = hw::WqeOpcode::kWrite,
-                                      .context = context,
-                                      .sgl = sgl,
-                                      .sge_count = n,
-                                      .flags = flags,
-                                      .remote_address = remote_address,
-                                      .remote_token = remote_token});
-}
-
-NTSTATUS Receive(NDK_QP* ndk, PVOID context, const NDK_SGE* sgl, ULONG n) {
-  return Qp::From(ndk).PostReceive(context, sgl, n);
-}
-
 const NDK_QP_DISPATCH kQpDispatch = {
     Control<Qp, NDK_QP, CloseQp>::Call,
     NdkQueryExtensionNotSupported,
     Control<Qp, NDK_QP, Flush>::Call,
-    Send,
-    Receive,
+    qp_internal::Send,
+    qp_internal::Receive,
     qp_internal::Bind,
     qp_internal::FastRegister,
     qp_internal::Invalidate,
-    Read,
-    Write,
-    SendAndInvalidate,
+    qp_internal::Read,
+    qp_internal::Write,
+    qp_internal::SendAndInvalidate,
 };
 
 }  // namespace

@@ -290,4 +290,63 @@ void Qp::RingReceiveDoorbell() {
                             receive_.ring->PublishedProducerIndex()});
 }
 
+// ---- the dispatch table's posting entries ------------------------------------------------------
+
+// Each entry is one function with the whole posting path inlined into it (flatten): no call
+// inside pushes registers or spills a request onto the stack. While the engine's thread reads the
+// WQEs (threaded mode), every store a post makes waits behind the store to the WQE line, which
+// must first take that line back from the engine's core; the fewer stores a post makes, the less
+// of that wait it sees (docs/performance.md, "Where a threaded post's cost comes from").
+namespace qp_internal {
+
+namespace {
+
+// NdkRead and NdkWrite: an initiator request with a remote buffer.
+NTSTATUS PostRemote(NDK_QP* ndk, hw::WqeOpcode opcode, PVOID context, const NDK_SGE* sgl, ULONG n,
+                    UINT64 remote_address, UINT32 remote_token, ULONG flags) {
+  return Qp::From(ndk).PostInitiator({.opcode = opcode,
+                                      .context = context,
+                                      .sgl = sgl,
+                                      .sge_count = n,
+                                      .flags = flags,
+                                      .remote_address = remote_address,
+                                      .remote_token = remote_token});
+}
+
+}  // namespace
+
+[[gnu::flatten]] NTSTATUS Send(NDK_QP* ndk, PVOID context, const NDK_SGE* sgl, ULONG n, ULONG flags) {
+  return Qp::From(ndk).PostInitiator({.opcode = hw::WqeOpcode::kSend,
+                                      .context = context,
+                                      .sgl = sgl,
+                                      .sge_count = n,
+                                      .flags = flags});
+}
+
+[[gnu::flatten]] NTSTATUS SendAndInvalidate(NDK_QP* ndk, PVOID context, const NDK_SGE* sgl, ULONG n, ULONG flags,
+                                             UINT32 remote_token) {
+  return Qp::From(ndk).PostInitiator({.opcode = hw::WqeOpcode::kSendInvalidate,
+                                      .context = context,
+                                      .sgl = sgl,
+                                      .sge_count = n,
+                                      .flags = flags,
+                                      .invalidate_token = remote_token});
+}
+
+[[gnu::flatten]] NTSTATUS Read(NDK_QP* ndk, PVOID context, const NDK_SGE* sgl, ULONG n, UINT64 remote_address,
+                                UINT32 remote_token, ULONG flags) {
+  return PostRemote(ndk, hw::WqeOpcode::kRead, context, sgl, n, remote_address, remote_token, flags);
+}
+
+[[gnu::flatten]] NTSTATUS Write(NDK_QP* ndk, PVOID context, const NDK_SGE* sgl, ULONG n, UINT64 remote_address,
+                                 UINT32 remote_token, ULONG flags) {
+  return PostRemote(ndk, hw::WqeOpcode::kWrite, context, sgl, n, remote_address, remote_token, flags);
+}
+
+[[gnu::flatten]] NTSTATUS Receive(NDK_QP* ndk, PVOID context, const NDK_SGE* sgl, ULONG n) {
+  return Qp::From(ndk).PostReceive(context, sgl, n);
+}
+
+}  // namespace qp_internal
+
 }  // namespace ndksim::provider
