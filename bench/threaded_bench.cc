@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bench_config.h"
+#include "common/prefetch.h"
 #include "ndksim/harness.h"
 
 namespace ndksim {
@@ -215,12 +216,15 @@ BENCHMARK(BM_CrossCore_StreamSlots)->Arg(1)->Arg(16)->Arg(64)->UseRealTime();
 // the context slot, the indices), and publishes the item with a release store of its index. With
 // `range(0)` = 1 another thread reads each line as it is published (the engine fetching the WQE);
 // with 0 it reads only the index. A line the reader holds must be taken back before the producer's
-// store to it can leave the store buffer, and every later store waits behind it.
+// store to it can leave the store buffer, and every later store waits behind it. With `range(2)`
+// = 1 the producer takes the line of the item kWriteAheadItems ahead for writing as it starts
+// each item (common/prefetch.h), as the posting path does.
 void BM_CrossCore_LinesReadBehind(benchmark::State& state) {
   constexpr std::uint32_t kItems = 1024;
   constexpr std::uint32_t kLinesPerItem = 4;
   const bool reader_reads_lines = state.range(0) != 0;
   const auto further_stores = static_cast<std::size_t>(state.range(1));
+  const bool prefetch = state.range(2) != 0;
   struct alignas(64) Line {
     std::array<std::uint64_t, 8> words;
   };
@@ -246,6 +250,7 @@ void BM_CrossCore_LinesReadBehind(benchmark::State& state) {
   for ([[maybe_unused]] auto _ : state) {
     for (std::uint32_t k = 0; k < kItems; ++k, ++i) {
       while (i >= room_until) room_until = consumed.load(std::memory_order_acquire) + kItems;
+      if (prefetch) PrefetchForWrite(&ring[((i + kWriteAheadItems) % kItems) * kLinesPerItem]);
       Line& line = ring[(i % kItems) * kLinesPerItem];
       for (std::size_t w = 0; w < 6; ++w) line.words[w] = i;
       for (std::size_t s = 0; s < further_stores; ++s) {
@@ -261,7 +266,7 @@ void BM_CrossCore_LinesReadBehind(benchmark::State& state) {
   state.counters["ns_per_item"] = benchmark::Counter(
       static_cast<double>(kItems), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
-BENCHMARK(BM_CrossCore_LinesReadBehind)->ArgsProduct({{0, 1}, {16, 32}})->UseRealTime();
+BENCHMARK(BM_CrossCore_LinesReadBehind)->ArgsProduct({{0, 1}, {16, 32}, {0, 1}})->UseRealTime();
 
 // A pair for ping-pong: 8-B messages, 32 receives posted on each side.
 struct PingPongPair {

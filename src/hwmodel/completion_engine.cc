@@ -2,6 +2,9 @@
 // Completion engine: CQE write-back, overrun, arming and notification.
 #include "completion_engine.h"
 
+#include <algorithm>
+
+#include "common/prefetch.h"
 #include "contexts.h"
 #include "pcie_link.h"
 #include "ndksim/trace.h"
@@ -55,6 +58,9 @@ void CompletionEngine::Land(CqNumber number, const CompletionRecord& record) {
     return;
   }
   const std::uint32_t index = cq->producer_index;
+  // The entry a later CQE will fill: the poller has read it a lap ago (its owner byte, at least)
+  // and may still hold the line; taking it back now spares that CQE's stores the wait.
+  PrefetchForWrite(&m.entries[(index + std::min(kWriteAheadItems, m.entry_count / 2)) & (m.entry_count - 1)]);
   Cqe& e = m.entries[index & (m.entry_count - 1)];
   e.qpn = record.qpn;
   e.wqe_counter = record.wqe_counter;

@@ -7,6 +7,7 @@
 #include <bit>
 #include <cstring>
 
+#include "common/prefetch.h"
 #include "control.h"
 #include "driver.h"
 #include "memory.h"
@@ -154,6 +155,8 @@ NTSTATUS Srq::PostReceive(void* context, const NDK_SGE* sgl, ULONG sge_count) {
   for (ULONG i = 0; i < sge_count; ++i) {
     if (!memory.CoversLocal(sgl[i], pd_.Number())) return STATUS_ACCESS_VIOLATION;
   }
+  // A WQE a few posts ahead, taken for writing now (common/prefetch.h, and qp_post.cc).
+  PrefetchForWrite(&ring_->SlotAt((n + std::min(kWriteAheadItems, (slot_mask_ + 1) / 2)) * stride_));
   std::byte* wqe = reinterpret_cast<std::byte*>(&ring_->SlotAt(n * stride_));
   const hw::WqeControl control{hw::WqeOpcode::kReceive, 0, static_cast<std::uint8_t>(sge_count), 0, n, 0, 0};
   std::memcpy(wqe, &control, sizeof control);

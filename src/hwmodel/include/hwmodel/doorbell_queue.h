@@ -3,6 +3,7 @@
 // many application threads to the one engine thread (DESIGN.md "Host interface", last bullet).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <type_traits>
 
 #include "common/check.h"
+#include "common/prefetch.h"
 #include "hwmodel/ring.h"  // kCacheLineBytes
 
 namespace ndksim::hw {
@@ -51,6 +53,7 @@ class MpscQueue {  // NOLINT(clang-analyzer-optin.performance.Padding): indices 
   explicit MpscQueue(uint32_t capacity)
       : capacity_(CheckedCapacity(capacity)),
         mask_(capacity - 1),
+        write_ahead_(std::min(kWriteAheadItems, capacity / 2)),
         cells_(std::make_unique<Cell[]>(capacity)),
         enqueue_pos_(0),
         head_bound_(0),
@@ -124,6 +127,9 @@ class MpscQueue {  // NOLINT(clang-analyzer-optin.performance.Padding): indices 
         break;
       }
     }
+    // The cell a later push will fill: the engine read it a lap ago and may still hold a copy,
+    // which the prefetch takes back now rather than when that push's store waits for it.
+    PrefetchForWrite(&cells_[(pos + write_ahead_) & mask_]);
     Cell& cell = cells_[pos & mask_];
     cell.value = value;
     // release: pairs with the acquire load in TryPop/Empty; publishes cell.value.
@@ -161,6 +167,7 @@ class MpscQueue {  // NOLINT(clang-analyzer-optin.performance.Padding): indices 
 
   const uint32_t capacity_;
   const uint32_t mask_;
+  const uint32_t write_ahead_;  // cells (common/prefetch.h kWriteAheadItems)
   const std::unique_ptr<Cell[]> cells_;
 
   // The producers' line: contended by all producers, kept off the consumer's line.
