@@ -403,6 +403,20 @@ TEST(SpscRingStressTest, InPlaceBatchesAcrossTheWrapArriveInOrder) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Write-ahead distance (common/prefetch.h), shared by the WQE, doorbell and CQE rings
+
+TEST(WriteAheadTest, ARingOfAtLeastTwiceTheDistancePrefetchesTheFullDistance) {
+  EXPECT_EQ(WriteAheadFor(2 * kWriteAheadItems), kWriteAheadItems);
+  EXPECT_EQ(WriteAheadFor(1024), kWriteAheadItems);
+}
+
+TEST(WriteAheadTest, ASmallerRingPrefetchesHalfALapAhead) {
+  EXPECT_EQ(WriteAheadFor(4), 2u);
+  EXPECT_EQ(WriteAheadFor(2), 1u);
+  EXPECT_EQ(WriteAheadFor(1), 0u);  // the slot being written
+}
+
+// ---------------------------------------------------------------------------------------------
 // MpscQueue
 
 class MpscQueueBadCapacityTest : public ::testing::TestWithParam<uint32_t> {};

@@ -2,8 +2,6 @@
 // Completion engine: CQE write-back, overrun, arming and notification.
 #include "completion_engine.h"
 
-#include <algorithm>
-
 #include "common/prefetch.h"
 #include "contexts.h"
 #include "pcie_link.h"
@@ -60,7 +58,7 @@ void CompletionEngine::Land(CqNumber number, const CompletionRecord& record) {
   const std::uint32_t index = cq->producer_index;
   // The entry a later CQE will fill: the poller has read it a lap ago (its owner byte, at least)
   // and may still hold the line; taking it back now spares that CQE's stores the wait.
-  PrefetchForWrite(&m.entries[(index + std::min(kWriteAheadItems, m.entry_count / 2)) & (m.entry_count - 1)]);
+  PrefetchForWrite(&m.entries[(index + WriteAheadFor(m.entry_count)) & (m.entry_count - 1)]);
   Cqe& e = m.entries[index & (m.entry_count - 1)];
   e.qpn = record.qpn;
   e.wqe_counter = record.wqe_counter;

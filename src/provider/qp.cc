@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <bit>
 
-#include "common/prefetch.h"
 #include "control.h"
 #include "cq.h"
 #include "driver.h"
@@ -43,7 +42,6 @@ void InitQueue(WorkQueueState& q, std::uint32_t depth, std::uint32_t max_sge, st
   q.depth = depth;
   q.slot_mask = slots - 1;
   q.max_sge = max_sge;
-  q.write_ahead = std::min(kWriteAheadItems, slots / 2);
 }
 
 }  // namespace

@@ -65,7 +65,6 @@ struct WorkQueueState {
   std::uint32_t depth = 0;            // WQEs the consumer asked for
   std::uint32_t slot_mask = 0;        // RoundUpPow2(depth) - 1
   std::uint32_t max_sge = 0;
-  std::uint32_t write_ahead = 0;      // WQEs ahead whose first line a post prefetches for writing
   std::uint32_t posted = 0;           // WQEs posted so far (free-running)
   // Poller's line: one past the newest WQE a CQE retired (completions of one queue arrive in
   // order; an unsignaled WQE is retired by the next CQE of its queue). The poster reads it

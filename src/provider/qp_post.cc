@@ -61,7 +61,9 @@ std::byte* WqeAt(WorkQueueState& q, std::uint32_t n) {
 // mode the engine's thread read that slot a lap ago and may still hold a copy of the line; the
 // prefetch takes it back now, while this post goes on, instead of when that post's first store
 // waits for it with every later store queued behind.
-void PrefetchWqeAhead(WorkQueueState& q, std::uint32_t n) { PrefetchForWrite(WqeAt(q, n + q.write_ahead)); }
+void PrefetchWqeAhead(WorkQueueState& q, std::uint32_t n) {
+  PrefetchForWrite(WqeAt(q, n + WriteAheadFor(q.slot_mask + 1)));
+}
 
 template <typename Segment>
 void PutSegment(std::byte* wqe, std::size_t index, const Segment& segment) {

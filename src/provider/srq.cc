@@ -156,7 +156,7 @@ NTSTATUS Srq::PostReceive(void* context, const NDK_SGE* sgl, ULONG sge_count) {
     if (!memory.CoversLocal(sgl[i], pd_.Number())) return STATUS_ACCESS_VIOLATION;
   }
   // A WQE a few posts ahead, taken for writing now (common/prefetch.h, and qp_post.cc).
-  PrefetchForWrite(&ring_->SlotAt((n + std::min(kWriteAheadItems, (slot_mask_ + 1) / 2)) * stride_));
+  PrefetchForWrite(&ring_->SlotAt((n + WriteAheadFor(slot_mask_ + 1)) * stride_));
   std::byte* wqe = reinterpret_cast<std::byte*>(&ring_->SlotAt(n * stride_));
   const hw::WqeControl control{hw::WqeOpcode::kReceive, 0, static_cast<std::uint8_t>(sge_count), 0, n, 0, 0};
   std::memcpy(wqe, &control, sizeof control);

@@ -19,10 +19,15 @@ namespace ndksim {
 
 // How many items ahead of the one being written a producer takes a line. Measured with the
 // threaded posting benchmarks (docs/performance.md): 2 and 4 give the same figures, 8 and more
-// lose much of the gain, most likely because the consumer's core takes a line prefetched too
-// early back before the producer writes it. A ring of fewer than twice as many items prefetches
-// half a lap ahead instead.
+// lose much of the gain. Why is not established; one explanation is that the consumer's core
+// takes a line prefetched too early back before the producer writes it.
 inline constexpr std::uint32_t kWriteAheadItems = 4;
+
+// The distance for a ring of `ring_items` items (a power of two): kWriteAheadItems, or half a lap
+// in a ring of fewer than twice as many (a ring of one item prefetches the slot being written).
+constexpr std::uint32_t WriteAheadFor(std::uint32_t ring_items) {
+  return ring_items / 2 < kWriteAheadItems ? ring_items / 2 : kWriteAheadItems;
+}
 
 inline void PrefetchForWrite(const void* p) {
 #if defined(__x86_64__)

@@ -3,7 +3,6 @@
 // many application threads to the one engine thread (DESIGN.md "Host interface", last bullet).
 #pragma once
 
-#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -53,7 +52,6 @@ class MpscQueue {  // NOLINT(clang-analyzer-optin.performance.Padding): indices 
   explicit MpscQueue(uint32_t capacity)
       : capacity_(CheckedCapacity(capacity)),
         mask_(capacity - 1),
-        write_ahead_(std::min(kWriteAheadItems, capacity / 2)),
         cells_(std::make_unique<Cell[]>(capacity)),
         enqueue_pos_(0),
         head_bound_(0),
@@ -129,7 +127,7 @@ class MpscQueue {  // NOLINT(clang-analyzer-optin.performance.Padding): indices 
     }
     // The cell a later push will fill: the engine read it a lap ago and may still hold a copy,
     // which the prefetch takes back now rather than when that push's store waits for it.
-    PrefetchForWrite(&cells_[(pos + write_ahead_) & mask_]);
+    PrefetchForWrite(&cells_[(pos + WriteAheadFor(capacity_)) & mask_]);
     Cell& cell = cells_[pos & mask_];
     cell.value = value;
     // release: pairs with the acquire load in TryPop/Empty; publishes cell.value.
@@ -167,7 +165,6 @@ class MpscQueue {  // NOLINT(clang-analyzer-optin.performance.Padding): indices 
 
   const uint32_t capacity_;
   const uint32_t mask_;
-  const uint32_t write_ahead_;  // cells (common/prefetch.h kWriteAheadItems)
   const std::unique_ptr<Cell[]> cells_;
 
   // The producers' line: contended by all producers, kept off the consumer's line.
