@@ -133,6 +133,41 @@ TEST(EventQueue, AnEventCannotCancelItselfWhileItRuns) {
   EXPECT_TRUE(q.Empty());
 }
 
+// A cancelled event stays queued until it reaches a front; the pop that brings it there drops it,
+// so NextTime names a live event. Three ways to expose it: a due event runs (the FIFO), the
+// clock jumps to a later event (calendar or heap), the clock is moved (AdvanceTo).
+TEST(EventQueue, RunningADueEventDropsTheCancelledOneBehindIt) {
+  EventQueue q;
+  q.Schedule(TimePoint{}, EventPriority::kDevice, [] {});
+  const EventId behind = q.Schedule(TimePoint{}, EventPriority::kDevice, [] {});
+  q.Schedule(TimePoint{Nanoseconds(10)}, EventPriority::kDevice, [] {});
+  ASSERT_TRUE(q.Cancel(behind));
+  q.RunOne();
+  EXPECT_EQ(q.NextTime(), TimePoint{Nanoseconds(10)});
+}
+
+TEST(EventQueue, JumpingToALaterEventDropsTheCancelledOneAfterIt) {
+  EventQueue q;
+  q.Schedule(TimePoint{Nanoseconds(10)}, EventPriority::kDevice, [] {});
+  const EventId after = q.Schedule(TimePoint{Nanoseconds(20)}, EventPriority::kDevice, [] {});
+  q.Schedule(TimePoint{Microseconds(900)}, EventPriority::kTimer, [] {});  // far: the heap
+  ASSERT_TRUE(q.Cancel(after));
+  q.RunOne();
+  EXPECT_EQ(q.Now(), TimePoint{Nanoseconds(10)});
+  EXPECT_EQ(q.NextTime(), TimePoint{Microseconds(900)});
+}
+
+TEST(EventQueue, MovingTheClockDropsTheCancelledEventThatBecomesTheNextOne) {
+  EventQueue q;
+  q.Schedule(TimePoint{Nanoseconds(10)}, EventPriority::kDevice, [] {});
+  const EventId after = q.Schedule(TimePoint{Nanoseconds(20)}, EventPriority::kDevice, [] {});
+  q.Schedule(TimePoint{Nanoseconds(30)}, EventPriority::kDevice, [] {});
+  ASSERT_TRUE(q.Cancel(after));
+  q.AdvanceTo(TimePoint{Nanoseconds(10)});
+  q.RunOne();
+  EXPECT_EQ(q.NextTime(), TimePoint{Nanoseconds(30)});
+}
+
 TEST(EventQueue, MovingTheClockPastALiveEventIsAnInvariantViolation) {
   EXPECT_DEATH(
       {
@@ -646,6 +681,49 @@ TEST(DataPath, CqOverrunKillsTheCqAndRaisesAnError) {
   EXPECT_EQ(e.type, EventType::kCqError);
   EXPECT_EQ(e.status, 0u);
   EXPECT_EQ(rig.a->Counters().cqes_written, 4u);
+  EXPECT_EQ(rig.a->QueryQpState(rig.qp_a->qpn), QpState::kError);
+}
+
+// The NIC reads the host's consumer index again only when the value it last read leaves no room
+// for the next CQE: a CQ the host has emptied takes another lap of CQEs without an overrun.
+TEST(DataPath, ACqTheHostEmptiedTakesAnotherLapWithoutOverrun) {
+  TwoNodeRig rig(profiles::kFunctional, /*cq_entries=*/4);
+  std::vector<std::uint8_t> src(8), dst(8);
+  const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, src.data(), src.size(), 0);
+  const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, dst.data(), dst.size(), access::kRemoteWrite | access::kLocalWrite);
+  for (int lap = 0; lap < 2; ++lap) {
+    for (int i = 0; i < 4; ++i) {
+      rig.qp_a->Post(WqeOpcode::kWrite, {Sge(src.data(), 8, lkey)}, reinterpret_cast<std::uint64_t>(dst.data()), rkey.value);
+    }
+    rig.Run();
+    for (int i = 0; i < 4; ++i) {
+      Cqe cqe;
+      ASSERT_TRUE(rig.cq_a->Poll(&cqe)) << "lap " << lap << " cqe " << i;
+      EXPECT_EQ(cqe.syndrome, CompletionSyndrome::kSuccess);
+    }
+  }
+  EXPECT_EQ(rig.a->Counters().cqes_written, 8u);
+  EXPECT_EQ(rig.a->QueryQpState(rig.qp_a->qpn), QpState::kReadyToSend);
+}
+
+// When it does read the consumer index again, the new value decides: of three more CQEs into a
+// full CQ whose host has read two, two land and the third overruns it.
+TEST(DataPath, AnOverrunIsJudgedByTheConsumerIndexReadAgain) {
+  TwoNodeRig rig(profiles::kFunctional, /*cq_entries=*/4);
+  std::vector<std::uint8_t> src(8), dst(8);
+  const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, src.data(), src.size(), 0);
+  const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, dst.data(), dst.size(), access::kRemoteWrite | access::kLocalWrite);
+  const auto write = [&] {
+    rig.qp_a->Post(WqeOpcode::kWrite, {Sge(src.data(), 8, lkey)}, reinterpret_cast<std::uint64_t>(dst.data()), rkey.value);
+  };
+  for (int i = 0; i < 4; ++i) write();
+  rig.Run();
+  Cqe cqe;
+  ASSERT_TRUE(rig.cq_a->Poll(&cqe));
+  ASSERT_TRUE(rig.cq_a->Poll(&cqe));
+  for (int i = 0; i < 3; ++i) write();
+  rig.Run();
+  EXPECT_EQ(rig.a->Counters().cqes_written, 6u);
   EXPECT_EQ(rig.a->QueryQpState(rig.qp_a->qpn), QpState::kError);
 }
 

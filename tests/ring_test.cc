@@ -253,6 +253,57 @@ TEST(SpscRingTest, ProducerCanWriteBySlotAtThenPublish) {
   }
 }
 
+// The consumer's view of the producer index: PublishedThrough looks at the producer's line only
+// when its cached bound falls short, and ConsumerLearnPublished raises that bound without a look.
+TEST(SpscRingTest, PublishedThroughLooksWhenItsBoundFallsShort) {
+  SpscRing<uint32_t> ring(8);
+  for (uint32_t i = 0; i < 3; ++i) ASSERT_TRUE(ring.TryPush(i));
+  EXPECT_EQ(ring.PublishedThrough(1), 3u);
+}
+
+TEST(SpscRingTest, PublishedThroughAnswersFromItsBoundWhenTheBoundReaches) {
+  SpscRing<uint32_t> ring(8);
+  for (uint32_t i = 0; i < 3; ++i) ASSERT_TRUE(ring.TryPush(i));
+  ASSERT_EQ(ring.PublishedThrough(1), 3u);
+  for (uint32_t i = 0; i < 2; ++i) ASSERT_TRUE(ring.TryPush(i));
+  EXPECT_EQ(ring.PublishedThrough(3), 3u);  // the bound reaches 3: no look
+  EXPECT_EQ(ring.PublishedThrough(4), 5u);  // it does not reach 4: a look finds 5
+}
+
+TEST(SpscRingTest, PublishedThroughComparesAcrossThe32BitWrap) {
+  constexpr uint32_t kStart = std::numeric_limits<uint32_t>::max() - 1;
+  SpscRing<uint32_t> ring(8, kStart);
+  for (uint32_t i = 0; i < 4; ++i) ASSERT_TRUE(ring.TryPush(i));
+  EXPECT_EQ(ring.PublishedThrough(kStart + 3), kStart + 4);  // 2 after the wrap
+  ASSERT_TRUE(ring.TryPush(4));
+  EXPECT_EQ(ring.PublishedThrough(kStart + 4), kStart + 4);
+}
+
+TEST(SpscRingTest, AnIndexLearntRaisesTheConsumersBound) {
+  SpscRing<uint32_t> ring(8);
+  for (uint32_t i = 0; i < 3; ++i) ASSERT_TRUE(ring.TryPush(i));
+  ring.ConsumerLearnPublished(3);
+  for (uint32_t i = 0; i < 2; ++i) ASSERT_TRUE(ring.TryPush(i));
+  EXPECT_EQ(ring.PublishedThrough(3), 3u);  // learnt: answered without a look at the 5
+  ring.ConsumerRelease(3);                  // within the learnt bound
+  EXPECT_EQ(ring.ConsumerIndex(), 3u);
+}
+
+TEST(SpscRingTest, AnIndexLearntBehindTheBoundDoesNotLowerIt) {
+  SpscRing<uint32_t> ring(8);
+  for (uint32_t i = 0; i < 5; ++i) ASSERT_TRUE(ring.TryPush(i));
+  ASSERT_EQ(ring.PublishedThrough(5), 5u);
+  ring.ConsumerLearnPublished(3);
+  EXPECT_EQ(ring.PublishedThrough(4), 5u);
+}
+
+TEST(SpscRingTest, AnIndexLearntMoreThanARingAheadIsIgnored) {
+  SpscRing<uint32_t> ring(4);
+  ASSERT_TRUE(ring.TryPush(1));
+  ring.ConsumerLearnPublished(100);
+  EXPECT_EQ(ring.PublishedThrough(1), 1u);  // a look, not the 100
+}
+
 // ---------------------------------------------------------------------------------------------
 // SpscRing: 32-bit wrap of the free-running counters
 

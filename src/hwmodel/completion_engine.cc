@@ -42,10 +42,14 @@ void CompletionEngine::Land(CqNumber number, const CompletionRecord& record) {
   --cq->in_flight;
   if (cq->dead) return;
   CompletionQueueMemory& m = cq->memory;
-  // acquire: pairs with the driver's release store of its consumer index after reading entries,
-  // so a slot counted free here is no longer being read.
-  const std::uint32_t consumer = m.consumer_index->load(std::memory_order_acquire);
-  if (cq->producer_index - consumer >= m.entry_count ||
+  // The consumer index is read only when the one last read leaves no room: it lives on a line
+  // the poller writes after every poll, and a CQ with room needs no newer value.
+  if (cq->producer_index - cq->consumer_seen >= m.entry_count) {
+    // acquire: pairs with the driver's release store of its consumer index after reading
+    // entries, so a slot counted free here is no longer being read.
+    cq->consumer_seen = m.consumer_index->load(std::memory_order_acquire);
+  }
+  if (cq->producer_index - cq->consumer_seen >= m.entry_count ||
       nic_.InjectFault(FaultPoint::kCqeWrite, record.qpn) != nullptr) {  // kOverrun
     NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), CompletionEngine, "cq {} overrun", number.value);
     Kill(*cq, cq_error::kOverrun);

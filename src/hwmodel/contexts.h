@@ -293,6 +293,9 @@ struct CqContext {
   CompletionQueueMemory memory;
   std::uint32_t interrupt_vector = 0;
   std::uint32_t producer_index = 0;     // CQEs written
+  // The host's consumer index as the NIC last read it: a lower bound (the host only moves it
+  // forward), read again only when it leaves no room for the next CQE.
+  std::uint32_t consumer_seen = 0;
   std::uint32_t notify_index = 0;       // one past the newest solicited or error CQE
   CqArmKind arm = CqArmKind::kNone;
   std::uint32_t arm_epoch = 0;          // of the pending arm

@@ -22,6 +22,9 @@ class DoorbellUnit {
 
  private:
   void OnArrival(const Doorbell& doorbell);
+  // Prefetches (host cache only) the first lines of up to kReadAheadWqes WQEs before `index`.
+  static void ReadAheadWqes(const QpContext& qp, std::uint32_t index);
+  static constexpr std::uint32_t kReadAheadWqes = 4;
 
   Nic& nic_;
   EventQueue& events_;

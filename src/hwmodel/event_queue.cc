@@ -100,6 +100,8 @@ void EventQueue::TakeDue() {
     due_[p].Push(e.slot);
     due_mask_ |= 1u << p;
   }
+  // The later events' new front may be one cancelled while it waited.
+  DropCancelledLater();
 }
 
 void EventQueue::DropCancelledFronts() {
@@ -107,13 +109,14 @@ void EventQueue::DropCancelledFronts() {
   for (std::uint32_t mask = due_mask_; mask != 0; mask &= mask - 1) {
     const auto p = static_cast<std::size_t>(std::countr_zero(mask));
     SlotFifo& fifo = due_[p];
-    while (!fifo.Empty() && !Live(fifo.Front())) {
-      FreeSlot(fifo.Front());
-      fifo.PopFront();
-      --cancelled_;
-    }
+    DropCancelledFront(fifo);
     if (fifo.Empty()) due_mask_ &= ~(1u << p);
   }
+  DropCancelledLater();
+}
+
+void EventQueue::DropCancelledLater() {
+  if (cancelled_ == 0) return;
   for (const Entry* next = EarliestLater(); next != nullptr && !Live(next->slot); next = EarliestLater()) {
     FreeSlot(PopEarliestLater().slot);
     --cancelled_;
@@ -130,7 +133,11 @@ void EventQueue::RunEarliestLater() {
   now_ = e.when;
   const bool more_now = (b < kCalendarBuckets && buckets_[b].size != 0 && BucketFront(b).when == now_) ||
                         (!heap_.empty() && heap_.front().when == now_);
-  if (more_now) TakeDue();
+  if (more_now) {
+    TakeDue();
+  } else {
+    DropCancelledLater();  // the pop exposed a new front, which may have been cancelled
+  }
   RunSlot(e.slot);
 }
 

@@ -94,6 +94,8 @@ class EventQueue {
   bool Cancel(EventId id);
 
   bool Empty() const { return live_ == 0; }
+  // An event is due at the current time (Now()).
+  bool DueNow() const { return due_mask_ != 0; }
   // Time of the earliest live event; only meaningful when !Empty().
   TimePoint NextTime() const {
     if (due_mask_ != 0) return now_;
@@ -110,6 +112,9 @@ class EventQueue {
     SlotFifo& fifo = due_[p];
     const std::uint32_t slot = fifo.Front();
     fifo.PopFront();
+    // Every front stays live: the one this pop exposed may have been cancelled while queued.
+    // (The other fronts were live, and a Cancel while the event runs cleans up after itself.)
+    if (cancelled_ != 0) DropCancelledFront(fifo);
     if (fifo.Empty()) due_mask_ &= ~(1u << p);
     RunSlot(slot);
   }
@@ -185,7 +190,6 @@ class EventQueue {
     SlotOf(slot).fn();
     running_ = EventId::kNone;
     FreeSlot(slot);
-    if (cancelled_ != 0) DropCancelledFronts();
   }
   // The free slots form a stack (the most recently freed is handed out first, while its line is
   // warm); a new chunk's slots go on it lowest first.
@@ -273,6 +277,15 @@ class EventQueue {
   void TakeDue();
   // Drops cancelled events at the front of the FIFOs and the heap, so that every front is live.
   void DropCancelledFronts();
+  // The same for one FIFO, and for the later events (calendar and heap).
+  void DropCancelledFront(SlotFifo& fifo) {
+    while (!fifo.Empty() && !Live(fifo.Front())) {
+      FreeSlot(fifo.Front());
+      fifo.PopFront();
+      --cancelled_;
+    }
+  }
+  void DropCancelledLater();
 
   TimePoint now_{};
   std::uint64_t next_sequence_ = 0;

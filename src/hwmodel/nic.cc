@@ -103,6 +103,7 @@ CommandStatus Nic::CreateCq(const CqCreate& create, CqNumber* out) {
   cq->memory = m;
   cq->interrupt_vector = create.interrupt_vector;
   cq->producer_index = m.consumer_index->load(std::memory_order_acquire);
+  cq->consumer_seen = cq->producer_index;
   cq->notify_index = cq->producer_index;
   *out = cq->number;
   return CommandStatus::kOk;
@@ -123,6 +124,7 @@ CommandStatus Nic::ResizeCq(CqNumber number, const CompletionQueueMemory& memory
   const std::uint32_t new_consumer = memory.consumer_index->load(std::memory_order_acquire);
   cq->memory = memory;
   cq->producer_index = new_consumer + queued;
+  cq->consumer_seen = new_consumer;
   cq->notify_index = unread_solicited ? cq->producer_index : new_consumer;
   return CommandStatus::kOk;
 }

@@ -11,6 +11,7 @@
 #include "port.h"
 #include "processing_units.h"
 #include "translation.h"
+#include "common/prefetch.h"
 #include "ndksim/trace.h"
 
 namespace ndksim::hw {
@@ -34,7 +35,16 @@ void ReadReceiveWqe(const WorkQueue& rq, std::uint32_t counter, std::uint32_t* s
   std::memcpy(&control, wqe, sizeof control);
   const std::uint32_t room = rq.stride_blocks * static_cast<std::uint32_t>(kSegmentsPerBlock) - 1;
   *sge_count = std::min<std::uint32_t>({control.sge_count, room, kMaxSge});
-  std::memcpy(sges, wqe + kWqeSegmentBytes, *sge_count * kWqeSegmentBytes);
+  CopySegments(sges, wqe + kWqeSegmentBytes, *sge_count);
+}
+
+// Not part of the model (simulated time and state are untouched): once receive WQE `counter` is
+// taken, the next one, if the host has published it (`published`, in blocks), is asked of the
+// host cache, a message before it is read. In threaded mode it was written on another core.
+void ReadAheadReceiveWqe(const WorkQueue& rq, std::uint32_t counter, std::uint32_t published) {
+  const std::uint32_t next = (counter + 1) * rq.stride_blocks;
+  const std::uint32_t ahead = published - next;
+  if (ahead >= rq.stride_blocks && ahead <= rq.ring->Capacity()) PrefetchForRead(&rq.ring->SlotAt(next));
 }
 
 std::uint64_t TotalLength(const WqeDataSegment* sges, std::uint32_t count) {
@@ -247,10 +257,12 @@ bool Responder::StartReceive(QpContext& qp) {
   if (qp.srq.value != 0) return StartSrqReceive(qp);
   const WorkQueue& rq = qp.receive_queue;
   if (rq.ring == nullptr) return false;
-  const std::uint32_t published = rq.ring->PublishedProducerIndex();  // acquire: the WQE is complete
+  // acquire (when it looks): the WQE is complete.
+  const std::uint32_t published = rq.ring->PublishedThrough((r.receive_counter + 1) * rq.stride_blocks);
   if (published - r.receive_counter * rq.stride_blocks < rq.stride_blocks) return false;
   r.receive_wqe = r.receive_counter;
   ReadReceiveWqe(rq, r.receive_counter, &r.receive_sge_count, r.receive_sges.data());
+  ReadAheadReceiveWqe(rq, r.receive_counter, published);
   r.receive_capacity = TotalLength(r.receive_sges.data(), r.receive_sge_count);
   r.message_bytes = 0;
   // Placement of this message waits until the WQE is on the NIC (read ahead, or read now).
@@ -263,12 +275,14 @@ bool Responder::StartSrqReceive(QpContext& qp) {
   SrqContext* srq = nic_.FindSrq(qp.srq);
   if (srq == nullptr) return false;
   const WorkQueue& q = srq->queue;
-  const std::uint32_t published = q.ring->PublishedProducerIndex();  // acquire: the WQE is complete
+  // acquire (when it looks): the WQE is complete.
+  const std::uint32_t published = q.ring->PublishedThrough((srq->consumed + 1) * q.stride_blocks);
   if (published - srq->consumed * q.stride_blocks < q.stride_blocks) return false;
   // Taken in posting order by whichever attached QP needs one first; released at once (the host
   // frees the slot only when it has polled the CQE).
   r.receive_wqe = srq->consumed++;
   ReadReceiveWqe(q, r.receive_wqe, &r.receive_sge_count, r.receive_sges.data());
+  ReadAheadReceiveWqe(q, r.receive_wqe, published);
   q.ring->ConsumerRelease(q.stride_blocks);
   r.receive_capacity = TotalLength(r.receive_sges.data(), r.receive_sge_count);
   r.message_bytes = 0;
@@ -282,10 +296,20 @@ TimePoint Responder::ReceiveWqeReady(ReceivePrefetch& pf, const WorkQueue& q, st
   const TimePoint now = events_.Now();
   if (pf.in_flight_end != pf.landed_end && pf.in_flight_lands <= now) pf.landed_end = pf.in_flight_end;
   const auto before = [](std::uint32_t a, std::uint32_t b) { return static_cast<std::int32_t>(a - b) < 0; };
-  const std::uint32_t published = q.ring->PublishedProducerIndex() / q.stride_blocks;
+  // The host's published index (WQEs), read only when a read-ahead is considered: the line is
+  // the host's, written with every receive it posts.
+  std::uint32_t published = 0;
+  bool looked = false;
+  const auto published_wqes = [&] {
+    if (!looked) {
+      published = q.ring->PublishedProducerIndex() / q.stride_blocks;
+      looked = true;
+    }
+    return published;
+  };
   // Reads WQEs [from, published), at most a prefetch's worth, by one DMA read.
   const auto read_ahead = [&](std::uint32_t from) {
-    const std::uint32_t count = std::min(published - from, kReceivePrefetchWqes);
+    const std::uint32_t count = std::min(published_wqes() - from, kReceivePrefetchWqes);
     pf.in_flight_end = from + count;
     pf.in_flight_lands = nic_.Pcie().DmaReadArrival(std::uint64_t{count} * q.stride_blocks * kWqeBlockBytes, account);
   };
@@ -303,7 +327,7 @@ TimePoint Responder::ReceiveWqeReady(ReceivePrefetch& pf, const WorkQueue& q, st
   // Keep the cache topped up: read ahead once fewer than half of a prefetch's worth remain.
   const bool idle = pf.in_flight_end == pf.landed_end;
   if (idle && static_cast<std::int32_t>(pf.landed_end - (counter + 1)) < static_cast<std::int32_t>(kReceivePrefetchWqes / 2) &&
-      before(pf.landed_end, published)) {
+      before(pf.landed_end, published_wqes())) {
     read_ahead(pf.landed_end);
   }
   return ready;

@@ -117,12 +117,14 @@ void WqeFetch::Accept(QpContext& qp, std::uint32_t first_block, std::uint32_t co
     if (d.control.flags & wqe_flag::kInline) {
       const std::uint32_t n = std::min<std::uint32_t>(d.control.inline_bytes, kMaxInlineBytes);
       NDKSIM_CHECK(n <= room && n <= d.inline_data.size());
-      std::memcpy(d.inline_data.data(), segments, n);
+      // Whole segments: the inline bytes fill (n + 15) / 16 of them, all inside the slot (`room`
+      // is whole segments) and inside the descriptor's storage (whole segments too).
+      CopySegments(d.inline_data.data(), segments, (n + kWqeSegmentBytes - 1) / kWqeSegmentBytes);
       d.total_length = n;
     } else {
       const std::uint32_t n = std::min<std::uint32_t>(d.control.sge_count, kMaxSge);
       NDKSIM_CHECK(n * kWqeSegmentBytes <= room && n <= d.sges.size());
-      std::memcpy(d.sges.data(), segments, n * kWqeSegmentBytes);
+      CopySegments(d.sges.data(), segments, n);
       d.control.sge_count = static_cast<std::uint8_t>(n);
       std::uint64_t total = 0;
       for (std::uint32_t s = 0; s < n; ++s) total += d.sges[s].length;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "common/asymmetric_fence.h"
 #include "control.h"
 #include "cq.h"
 #include "driver.h"
@@ -50,8 +51,8 @@ void Qp::MarkInError() {
   // relaxed: a cheap look; whoever set the flag first has already rung for what it could see.
   if (in_error_.load(std::memory_order_relaxed)) return;
   if (in_error_.exchange(true, std::memory_order_seq_cst)) return;
-  // seq_cst fence: pairs with the fence in PostReceive (see there).
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // The heavy half of the store-load fence whose light half PostReceive runs (see there).
+  HeavyFence();
   RingReceiveDoorbell();
 }
 

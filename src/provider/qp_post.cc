@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "common/asymmetric_fence.h"
 #include "common/prefetch.h"
 #include "driver.h"
 #include "memory.h"
@@ -289,9 +290,10 @@ NTSTATUS Qp::PostReceive(void* context, const NDK_SGE* sgl, ULONG sge_count) {
   receive_.ring->ProducerPublish(receive_.stride);
   ++receive_.posted;
   // ...except on a QP in error, where no send will arrive and the NIC must be told to flush.
-  // seq_cst fence: pairs with the one in MarkInError (store-load on both sides): either we see
-  // the flag and ring, or MarkInError's doorbell finds this WQE published.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // Store-load on both sides, paired with the heavy half in MarkInError: either we see the flag
+  // and ring, or MarkInError's doorbell finds this WQE published. The light half spares every
+  // receive a full fence, which would wait for the stores above to leave this core.
+  LightFence();
   if (in_error_.load(std::memory_order_relaxed)) RingReceiveDoorbell();
   return STATUS_SUCCESS;
 }

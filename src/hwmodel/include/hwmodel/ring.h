@@ -148,6 +148,28 @@ class SpscRing {
     cons_.store(cons_next_, std::memory_order_release);
   }
 
+  // Consumer side: a published producer index that reaches `index` if the producer has published
+  // that far. The cached lower bound when it already reaches it; otherwise a fresh look (acquire:
+  // pairs with the release store in ProducerPublish), which the cache keeps. A consumer that
+  // only asks whether the next entries are there thus reads the producer's line only when the
+  // last look showed too few. `index` lies at most a ring ahead of the consumer.
+  uint32_t PublishedThrough(uint32_t index) {
+    if (static_cast<int32_t>(prod_cache_ - index) >= 0) return prod_cache_;
+    prod_cache_ = prod_.load(std::memory_order_acquire);
+    return prod_cache_;
+  }
+
+  // Consumer side: the producer index as the consumer learnt it some other way, after the
+  // producer published it (a doorbell naming the index, received through a queue that orders it
+  // after the publish). Raises the cached lower bound, so that ConsumerRelease of those entries
+  // needs no look at the producer's line. An index behind the cache, or more than a ring ahead
+  // of the consumer, changes nothing.
+  void ConsumerLearnPublished(uint32_t producer_index) {
+    const uint32_t ahead = producer_index - cons_next_;
+    const uint32_t cached = prod_cache_ - cons_next_;
+    if (ahead <= capacity_ && (cached > capacity_ || ahead > cached)) prod_cache_ = producer_index;
+  }
+
   // The consumer's own counter: index of the entry ConsumerPeek() returns.
   uint32_t ConsumerIndex() const { return cons_next_; }
 
