@@ -340,8 +340,12 @@ void PingPong(benchmark::State& state, double pace, bool one_thread = false) {
   const std::chrono::duration<double, std::micro> elapsed = std::chrono::steady_clock::now() - start;
   quit = true;
   if (echo.joinable()) echo.join();
+  const EngineThreadStats st = pair.fabric().ThreadStats();
   pair.fabric().Stop(StopMode::kNow);
-  state.counters["one_way_us"] = elapsed.count() / (2.0 * static_cast<double>(state.iterations()));
+  const double messages = 2.0 * static_cast<double>(state.iterations());
+  state.counters["one_way_us"] = elapsed.count() / messages;
+  state.counters["events_per_message"] = static_cast<double>(st.events) / messages;
+  state.counters["engine_parks"] = static_cast<double>(st.parks);
 }
 
 // The same ping-pong in stepped mode, on one thread: what the simulation itself costs per message.

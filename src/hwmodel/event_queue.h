@@ -94,8 +94,6 @@ class EventQueue {
   bool Cancel(EventId id);
 
   bool Empty() const { return live_ == 0; }
-  // An event is due at the current time (Now()).
-  bool DueNow() const { return due_mask_ != 0; }
   // Time of the earliest live event; only meaningful when !Empty().
   TimePoint NextTime() const {
     if (due_mask_ != 0) return now_;

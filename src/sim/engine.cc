@@ -21,9 +21,6 @@ inline void CpuRelax() {
 #endif
 }
 
-// At most this many events due at one simulated time run between two looks at the doorbells.
-constexpr std::uint32_t kEventsPerLook = 16;
-
 // How long a parked engine waits before it looks again at the inboxes it stopped watching.
 constexpr std::chrono::microseconds kRecheckAfter{200};
 
@@ -308,14 +305,7 @@ void Engine::Loop() {
     // acquire: pairs with Stop's store; the mode travels with the flag.
     const int stop = stop_.load(std::memory_order_acquire);
     if (stop == 1 + static_cast<int>(StopMode::kNow)) break;
-    // As fast as possible, a doorbell is stamped with the current simulated time whether it is
-    // taken before or after the other events due at that time: the engine takes doorbells once
-    // those have run, or after kEventsPerLook of them (a long burst at one time does not hold
-    // doorbells back), and spares every other event the look. Paced, it looks before each event.
-    if (paced || !events_.DueNow() || events_since_look_ >= kEventsPerLook) {
-      events_since_look_ = 0;
-      DrainDoorbells();
-    }
+    DrainDoorbells();
     if (!events_.Empty()) {
       if (paced && events_.NextTime() > events_.Now()) {
         // Wait for the wall clock to reach the next event, unless something arrives first.
@@ -328,7 +318,6 @@ void Engine::Loop() {
         }
       }
       events_.RunOne();
-      ++events_since_look_;
       // A busy engine still looks, now and then, at the inboxes it stopped watching (Idle).
       if ((++stats_.events & 1023) == 0) RecheckStopped();
       continue;

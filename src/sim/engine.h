@@ -132,7 +132,6 @@ class Engine final : public hw::ControlSerializer {
 
   // Statistics of the thread (engine side; read after Stop or through the mailbox).
   EngineThreadStats stats_;
-  std::uint32_t events_since_look_ = 0;  // events run since the loop last looked at the doorbells
 };
 
 }  // namespace ndksim::sim
