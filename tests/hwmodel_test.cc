@@ -666,15 +666,27 @@ TEST(DataPath, ReceiveTooSmallOverflows) {
   EXPECT_EQ(cqe.syndrome, CompletionSyndrome::kRemoteInvalidRequest);
 }
 
-TEST(DataPath, CqOverrunKillsTheCqAndRaisesAnError) {
-  TwoNodeRig rig(profiles::kFunctional, /*cq_entries=*/4);
-  std::vector<std::uint8_t> src(8), dst(8);
-  const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, src.data(), src.size(), 0);
-  const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, dst.data(), dst.size(), access::kRemoteWrite | access::kLocalWrite);
-  rig.a->Inbox().Write({Doorbell::Kind::kCqArm, CqArmKind::kErrors, rig.cq_a->number.value, 0});
-  for (int i = 0; i < 5; ++i) {
-    rig.qp_a->Post(WqeOpcode::kWrite, {Sge(src.data(), 8, lkey)}, reinterpret_cast<std::uint64_t>(dst.data()), rkey.value);
+// A rig whose A side completes on a CQ of four entries, and 8-B signaled writes from A to B.
+struct FourEntryCqRig {
+  TwoNodeRig rig{profiles::kFunctional, /*cq_entries=*/4};
+  std::vector<std::uint8_t> src = std::vector<std::uint8_t>(8);
+  std::vector<std::uint8_t> dst = std::vector<std::uint8_t>(8);
+  MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, src.data(), src.size(), 0);
+  MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, dst.data(), dst.size(), access::kRemoteWrite | access::kLocalWrite);
+
+  void Write(int count) {
+    for (int i = 0; i < count; ++i) {
+      rig.qp_a->Post(WqeOpcode::kWrite, {Sge(src.data(), 8, lkey)}, reinterpret_cast<std::uint64_t>(dst.data()),
+                     rkey.value);
+    }
   }
+};
+
+TEST(DataPath, CqOverrunKillsTheCqAndRaisesAnError) {
+  FourEntryCqRig f;
+  TwoNodeRig& rig = f.rig;
+  rig.a->Inbox().Write({Doorbell::Kind::kCqArm, CqArmKind::kErrors, rig.cq_a->number.value, 0});
+  f.Write(5);
   rig.Run();
   EventEntry e;
   ASSERT_TRUE(rig.events_a.TryPop(e));
@@ -687,14 +699,10 @@ TEST(DataPath, CqOverrunKillsTheCqAndRaisesAnError) {
 // The NIC reads the host's consumer index again only when the value it last read leaves no room
 // for the next CQE: a CQ the host has emptied takes another lap of CQEs without an overrun.
 TEST(DataPath, ACqTheHostEmptiedTakesAnotherLapWithoutOverrun) {
-  TwoNodeRig rig(profiles::kFunctional, /*cq_entries=*/4);
-  std::vector<std::uint8_t> src(8), dst(8);
-  const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, src.data(), src.size(), 0);
-  const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, dst.data(), dst.size(), access::kRemoteWrite | access::kLocalWrite);
+  FourEntryCqRig f;
+  TwoNodeRig& rig = f.rig;
   for (int lap = 0; lap < 2; ++lap) {
-    for (int i = 0; i < 4; ++i) {
-      rig.qp_a->Post(WqeOpcode::kWrite, {Sge(src.data(), 8, lkey)}, reinterpret_cast<std::uint64_t>(dst.data()), rkey.value);
-    }
+    f.Write(4);
     rig.Run();
     for (int i = 0; i < 4; ++i) {
       Cqe cqe;
@@ -709,19 +717,14 @@ TEST(DataPath, ACqTheHostEmptiedTakesAnotherLapWithoutOverrun) {
 // When it does read the consumer index again, the new value decides: of three more CQEs into a
 // full CQ whose host has read two, two land and the third overruns it.
 TEST(DataPath, AnOverrunIsJudgedByTheConsumerIndexReadAgain) {
-  TwoNodeRig rig(profiles::kFunctional, /*cq_entries=*/4);
-  std::vector<std::uint8_t> src(8), dst(8);
-  const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, src.data(), src.size(), 0);
-  const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, dst.data(), dst.size(), access::kRemoteWrite | access::kLocalWrite);
-  const auto write = [&] {
-    rig.qp_a->Post(WqeOpcode::kWrite, {Sge(src.data(), 8, lkey)}, reinterpret_cast<std::uint64_t>(dst.data()), rkey.value);
-  };
-  for (int i = 0; i < 4; ++i) write();
+  FourEntryCqRig f;
+  TwoNodeRig& rig = f.rig;
+  f.Write(4);
   rig.Run();
   Cqe cqe;
   ASSERT_TRUE(rig.cq_a->Poll(&cqe));
   ASSERT_TRUE(rig.cq_a->Poll(&cqe));
-  for (int i = 0; i < 3; ++i) write();
+  f.Write(3);
   rig.Run();
   EXPECT_EQ(rig.a->Counters().cqes_written, 6u);
   EXPECT_EQ(rig.a->QueryQpState(rig.qp_a->qpn), QpState::kError);
