@@ -45,7 +45,7 @@ void ReapBatch(NDK_CQ* cq) {
   for (ULONG got = 0; got < kDepth / kSignalEvery;) {
     const ULONG n = cq->Dispatch->NdkGetCqResults(cq, r, 16);
     got += n;
-    if (n == 0) std::this_thread::yield();
+    if (n == 0) __builtin_ia32_pause();
   }
 }
 
@@ -68,6 +68,7 @@ void Writes(benchmark::State& state, bool threaded, bool posts_only, bool doorbe
   EngineThreadConfig engine;
   if (doorbells_only) engine.pace = kFrozenPace;
   if (threaded) pair.fabric().Start(engine);
+  std::uint64_t stepped_events = 0;
   for ([[maybe_unused]] auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
     PostBatch(pair.a().qp, sge, dst->Address(), dst->RemoteToken(), chain);
@@ -79,15 +80,21 @@ void Writes(benchmark::State& state, bool threaded, bool posts_only, bool doorbe
       pair.fabric().RunUntilIdle();
       pair.fabric().Start(engine);
     }
-    if (!threaded) pair.fabric().RunUntilIdle();
+    if (!threaded) stepped_events += pair.fabric().RunUntilIdle();
     ReapBatch(pair.a().initiator_cq);
   }
+  std::uint64_t events = stepped_events;
   if (threaded) {
     const EngineThreadStats st = pair.fabric().ThreadStats();
     state.counters["engine_parks"] = static_cast<double>(st.parks);
+    events = st.events;
     pair.fabric().Stop();
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * kDepth);
+  if (!doorbells_only) {
+    state.counters["events_per_wqe"] =
+        static_cast<double>(events) / (static_cast<double>(state.iterations()) * static_cast<double>(kDepth));
+  }
   if (posts_only) {
     state.counters["ns_per_post"] = benchmark::Counter(
         static_cast<double>(kDepth), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
