@@ -7,6 +7,8 @@
 //   - one-way latency of a ping-pong between two application threads through the simulator
 //     (post -> peer's CQE -> reply), with the engine as fast as possible and paced.
 #include <benchmark/benchmark.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <array>
 #include <atomic>
@@ -38,6 +40,47 @@ void PostBatch(NDK_QP* qp, const NDK_SGE& sge, UINT64 raddr, UINT32 rtoken, ULON
     benchmark::DoNotOptimize(s);
   }
 }
+
+// The benchmarks of one application thread against the engine's thread keep each on a core of its
+// own: the application thread on the first CPU the process may use, the engine's thread on the
+// second (EngineThreadConfig::cpu). Left to the scheduler, the two spinning threads were now and
+// then put on one core, and the threaded figures fell by a third for as long. A stepped benchmark
+// keeps its one thread on the same first CPU. With fewer than two CPUs nothing is pinned.
+class CorePair {
+ public:
+  CorePair() {
+    if (pthread_getaffinity_np(pthread_self(), sizeof saved_, &saved_) != 0) return;
+    for (int c = 0; c < CPU_SETSIZE && engine_ < 0; ++c) {
+      if (!CPU_ISSET(c, &saved_)) continue;
+      if (application_ < 0) {
+        application_ = c;
+      } else {
+        engine_ = c;
+      }
+    }
+    if (engine_ < 0) return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(application_, &one);
+    pinned_ = pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
+  }
+  CorePair(const CorePair&) = delete;
+  CorePair& operator=(const CorePair&) = delete;
+  ~CorePair() {
+    if (pinned_) pthread_setaffinity_np(pthread_self(), sizeof saved_, &saved_);
+  }
+  // The engine's thread goes to the other core, if this thread was pinned.
+  void Place(EngineThreadConfig& engine) const {
+    if (pinned_) engine.cpu = engine_;
+  }
+  double Pinned() const { return pinned_ ? 1 : 0; }
+
+ private:
+  cpu_set_t saved_{};
+  int application_ = -1;
+  int engine_ = -1;
+  bool pinned_ = false;
+};
 
 // One turn of a wait loop: PAUSE, which leaves the core's resources to whatever shares it. A
 // sched_yield loop here (a system call per turn) measurably slowed the engine's thread.
@@ -75,8 +118,10 @@ void Writes(benchmark::State& state, bool threaded, bool posts_only, bool doorbe
   auto src = pair.a().Register(64);
   auto dst = pair.b().Register(64);
   const NDK_SGE sge = src->Sge(0, 64);
+  const CorePair cores;
   EngineThreadConfig engine;
   if (doorbells_only) engine.pace = kFrozenPace;
+  cores.Place(engine);
   if (threaded) pair.fabric().Start(engine);
   std::uint64_t stepped_events = 0;
   for ([[maybe_unused]] auto _ : state) {
@@ -100,6 +145,7 @@ void Writes(benchmark::State& state, bool threaded, bool posts_only, bool doorbe
     events = st.events;
     pair.fabric().Stop();
   }
+  state.counters["pinned"] = cores.Pinned();
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * kDepth);
   if (!doorbells_only) {
     state.counters["events_per_wqe"] =
@@ -333,8 +379,13 @@ void PingPong(benchmark::State& state, double pace, bool one_thread = false) {
     }
     return true;
   };
+  // With one application thread, it and the engine's thread each have a core (CorePair); with two,
+  // three busy threads share the cores as the scheduler decides.
+  std::unique_ptr<CorePair> cores;
+  if (one_thread) cores = std::make_unique<CorePair>();
   EngineThreadConfig engine;
   engine.pace = pace;
+  if (cores != nullptr) cores->Place(engine);
   pair.fabric().Start(engine);
   std::atomic<bool> quit{false};
   std::thread echo;
@@ -363,10 +414,12 @@ void PingPong(benchmark::State& state, double pace, bool one_thread = false) {
   state.counters["one_way_us"] = elapsed.count() / messages;
   state.counters["events_per_message"] = static_cast<double>(st.events) / messages;
   state.counters["engine_parks"] = static_cast<double>(st.parks);
+  state.counters["pinned"] = cores != nullptr ? cores->Pinned() : 0;
 }
 
 // The same ping-pong in stepped mode, on one thread: what the simulation itself costs per message.
 void BM_Stepped_PingPong(benchmark::State& state) {
+  const CorePair cores;
   PingPongPair p;
   QpPair& pair = p.pair;
   QpEnd& a = p.a;
@@ -389,6 +442,7 @@ void BM_Stepped_PingPong(benchmark::State& state) {
   }
   const std::chrono::duration<double, std::micro> elapsed = std::chrono::steady_clock::now() - start;
   state.counters["one_way_us"] = elapsed.count() / (2.0 * static_cast<double>(state.iterations()));
+  state.counters["pinned"] = cores.Pinned();
 }
 BENCHMARK(BM_Stepped_PingPong)->UseRealTime();
 

@@ -2,6 +2,10 @@
 // Threaded mode: the engine on its own thread while application threads post, poll and make
 // control calls. Every test counts each completion exactly once and checks the bytes it moved; a
 // generous watchdog turns a hang into a failure that prints each QP's state (it measures no speed).
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -696,6 +700,73 @@ TEST(ThreadedEngine, AnInvalidPaceIsAConfigurationError) {
   config.pace = -1;
   EXPECT_THROW(fabric.Start(config), ConfigurationError);
   EXPECT_FALSE(fabric.Running());
+}
+
+// ---- pinning the engine's thread -------------------------------------------------------------------
+
+// The CPUs this process may run on, lowest first.
+std::vector<int> AllowedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+TEST(ThreadedEngine, APinnedEngineRunsItsCallbacksOnTheCpuItWasGiven) {
+  const std::vector<int> cpus = AllowedCpus();
+  if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs to tell a pinned engine from an unpinned one";
+  // This thread keeps to the first CPU; a thread it starts inherits that, so an engine that were
+  // not pinned would run there, not on the last.
+  cpu_set_t saved;
+  ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof saved, &saved), 0);
+  cpu_set_t first;
+  CPU_ZERO(&first);
+  CPU_SET(cpus.front(), &first);
+  ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof first, &first), 0);
+  struct Restore {
+    cpu_set_t set;
+    ~Restore() { pthread_setaffinity_np(pthread_self(), sizeof set, &set); }
+  } restore{saved};
+  const int cpu = cpus.back();
+  QpPair pair;
+  auto local = pair.a().Register(64);
+  auto remote = pair.b().Register(64);
+  QpEnd& a = pair.a();
+  std::atomic<int> callback_cpu{-2};
+  a.on_cq_notification = [&](NTSTATUS) { callback_cpu = sched_getcpu(); };
+  a.initiator_cq->Dispatch->NdkArmCq(a.initiator_cq, NDK_CQ_NOTIFY_ANY);
+  EngineThreadConfig config;
+  config.cpu = cpu;
+  pair.fabric().Start(config);
+  const NDK_SGE sge = local->Sge(0, 64);
+  ASSERT_EQ(a.qp->Dispatch->NdkWrite(a.qp, nullptr, &sge, 1, remote->Address(), remote->RemoteToken(), 0),
+            STATUS_SUCCESS);
+  Watchdog watchdog([&] { return callback_cpu.load() == -2 ? 0 : 1; },
+                    [] { return std::string("no CQ notification\n"); });
+  while (callback_cpu.load() == -2 && watchdog.Alive()) Pause();
+  pair.fabric().Stop();
+  EXPECT_EQ(callback_cpu.load(), cpu);
+}
+
+TEST(ThreadedEngine, PinningToACpuTheProcessMayNotUseIsAConfigurationErrorAndChangesNothing) {
+  const std::vector<int> cpus = AllowedCpus();
+  int outside = -1;
+  for (int c = 0; c < CPU_SETSIZE && outside < 0; ++c) {
+    if (std::find(cpus.begin(), cpus.end(), c) == cpus.end()) outside = c;
+  }
+  ASSERT_GE(outside, 0);
+  for (const int cpu : {outside, -2, CPU_SETSIZE}) {
+    Fabric fabric;
+    EngineThreadConfig config;
+    config.cpu = cpu;
+    EXPECT_THROW(fabric.Start(config), ConfigurationError) << "cpu " << cpu;
+    EXPECT_FALSE(fabric.Running());
+    EXPECT_EQ(fabric.RunUntilIdle(), 0u);  // still stepped
+  }
 }
 
 }  // namespace

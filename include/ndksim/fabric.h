@@ -58,6 +58,12 @@ struct EngineThreadConfig {
   // How long an idle engine spins, looking for doorbells and control calls, before it parks its
   // thread (a parked engine costs no CPU; the next doorbell or call wakes it).
   std::chrono::microseconds spin{50};
+  // The CPU the engine's thread runs on, or -1 (the default): wherever the operating system puts
+  // it. A busy engine polls its doorbells and wants a core of its own; pinning keeps the
+  // scheduler from putting it on the core of an application thread that spins too. It must be a
+  // CPU the process may run on (Linux: its affinity mask); otherwise Start throws
+  // ConfigurationError and the fabric stays stepped.
+  int cpu = -1;
 };
 
 // How Fabric::Stop ends the engine's thread.

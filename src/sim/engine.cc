@@ -2,8 +2,13 @@
 // The engine's loop, driven by the caller (stepped) or by its own thread (threaded).
 #include "sim/engine.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <cmath>
+#include <future>
+#include <string>
 
 #include "hwmodel/event_queue.h"
 #include "hwmodel/nic.h"
@@ -188,6 +193,36 @@ void Engine::Start(const EngineThreadConfig& config) {
     throw ConfigurationError("EngineThreadConfig::pace must be 0 (as fast as possible) or a positive ratio");
   }
   if (config.spin.count() < 0) throw ConfigurationError("EngineThreadConfig::spin must not be negative");
+  if (config.cpu < -1 || config.cpu >= CPU_SETSIZE) {
+    throw ConfigurationError("EngineThreadConfig::cpu must be -1 (any) or a CPU number below " +
+                             std::to_string(CPU_SETSIZE) + ", got " + std::to_string(config.cpu));
+  }
+  // The thread pins itself first and says whether it could; only then is the engine set up and
+  // told to run, so a CPU the process may not use leaves everything as it was.
+  std::promise<int> pinned;
+  std::future<int> pin_result = pinned.get_future();
+  std::promise<void> go;
+  thread_ = std::thread([this, cpu = config.cpu, pinned = std::move(pinned), run = go.get_future()]() mutable {
+    if (cpu != -1) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(cpu, &set);
+      const int error = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+      pinned.set_value(error);
+      if (error != 0) return;
+    } else {
+      pinned.set_value(0);
+    }
+    run.wait();
+    engine_thread_.store(std::this_thread::get_id(), std::memory_order_release);
+    Loop();
+  });
+  if (const int error = pin_result.get(); error != 0) {
+    thread_.join();
+    throw ConfigurationError("EngineThreadConfig::cpu: CPU " + std::to_string(config.cpu) +
+                             " is not one this process may run on (pthread_setaffinity_np: error " +
+                             std::to_string(error) + ")");
+  }
   config_ = config;
   stats_ = EngineThreadStats{};
   stop_.store(0, std::memory_order_relaxed);
@@ -196,10 +231,7 @@ void Engine::Start(const EngineThreadConfig& config) {
   // release: pairs with the acquire loads in Running; a thread that sees the engine running
   // sends its control calls to the mailbox.
   running_.store(true, std::memory_order_release);
-  thread_ = std::thread([this] {
-    engine_thread_.store(std::this_thread::get_id(), std::memory_order_release);
-    Loop();
-  });
+  go.set_value();  // the promise's release orders the set-up above before the thread's Loop
 }
 
 void Engine::Stop(StopMode mode) {
