@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 # The engine's read-aheads (common/prefetch.h) are in the machine code, not only in the source: each
-# function named below must hold a PREFETCHT0, itself or in a function it calls directly. GCC once
+# function named below must hold a PREFETCHT0, itself or in a function of the same object it calls
+# directly (inlined or not, as the build's optimisation decides). GCC once
 # deleted the receive read-ahead whole: a function whose only work was __builtin_prefetch was found
 # free of side effects, and so were the calls to it.
 # Run with -DOBJDUMP=<objdump> -DOBJECTS=<the hardware model's object files, ;-separated>
@@ -24,7 +25,7 @@ foreach(check IN LISTS checks)
     string(APPEND problems "no object file for ${stem}.cc\n")
     continue()
   endif()
-  execute_process(COMMAND ${OBJDUMP} -d -C --no-show-raw-insn ${object} OUTPUT_VARIABLE listing RESULT_VARIABLE rc)
+  execute_process(COMMAND ${OBJDUMP} -d -r -C --no-show-raw-insn ${object} OUTPUT_VARIABLE listing RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     string(APPEND problems "${OBJDUMP} failed on ${object}\n")
     continue()
@@ -44,9 +45,16 @@ foreach(check IN LISTS checks)
     string(FIND "${head}" " <${function}(" at)
     if(at GREATER_EQUAL 0)
       list(APPEND parts "${b}")
+      # A call within the section names its target; a call to another section (a build with a
+      # section per function) is resolved by the relocation on the line after it.
       string(REGEX MATCHALL "call +[0-9a-f]+ <[^>+]+>" calls "${b}")
       foreach(c IN LISTS calls)
         string(REGEX REPLACE "call +[0-9a-f]+ <([^>+]+)>" "\\1" callee "${c}")
+        list(APPEND callees "${callee}")
+      endforeach()
+      string(REGEX MATCHALL "R_X86_64_PLT32[ \t]+[^\n]+" relocations "${b}")
+      foreach(r IN LISTS relocations)
+        string(REGEX REPLACE "R_X86_64_PLT32[ \t]+(.+)[-+]0x[0-9a-f]+$" "\\1" callee "${r}")
         list(APPEND callees "${callee}")
       endforeach()
     endif()
@@ -61,14 +69,24 @@ foreach(check IN LISTS checks)
       set(found TRUE)
     endif()
   endforeach()
+  # A callee is named by its symbol, or, for a function local to the object in a section of its
+  # own, by that section (".text._ZN...").
+  set(section "")
   foreach(b IN LISTS bodies)
     if(found)
       break()
     endif()
+    if(b MATCHES "^Disassembly of section ([^:\n]+):")
+      set(section "${CMAKE_MATCH_1}")
+      continue()
+    endif()
+    if(NOT b MATCHES "prefetcht0")
+      continue()
+    endif()
     string(REGEX MATCH "^[0-9a-f]+ <[^\n]*>:" head "${b}")
     foreach(callee IN LISTS callees)
       string(FIND "${head}" " <${callee}>:" at)
-      if(at GREATER_EQUAL 0 AND b MATCHES "prefetcht0")
+      if(at GREATER_EQUAL 0 OR callee STREQUAL section)
         set(found TRUE)
       endif()
     endforeach()
