@@ -61,8 +61,8 @@ struct EngineThreadConfig {
   // The CPU the engine's thread runs on, or -1 (the default): wherever the operating system puts
   // it. A busy engine polls its doorbells and wants a core of its own; pinning keeps the
   // scheduler from putting it on the core of an application thread that spins too. It must be a
-  // CPU the process may run on (Linux: its affinity mask); otherwise Start throws
-  // ConfigurationError and the fabric stays stepped.
+  // CPU the process may be scheduled on (Linux: online, and in its cpuset); otherwise Start
+  // throws ConfigurationError and the fabric stays stepped.
   int cpu = -1;
 };
 
