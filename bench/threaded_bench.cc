@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bench_config.h"
+#include "common/cpu_relax.h"
 #include "common/prefetch.h"
 #include "ndksim/harness.h"
 
@@ -82,23 +83,13 @@ class CorePair {
   bool pinned_ = false;
 };
 
-// One turn of a wait loop: PAUSE, which leaves the core's resources to whatever shares it. A
-// sched_yield loop here (a system call per turn) measurably slowed the engine's thread.
-inline void WaitTurn() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#else
-  std::this_thread::yield();
-#endif
-}
-
 // Reaps the batch's kDepth / kSignalEvery signaled completions, spinning on the CQ.
 void ReapBatch(NDK_CQ* cq) {
   NDK_RESULT r[16];
   for (ULONG got = 0; got < kDepth / kSignalEvery;) {
     const ULONG n = cq->Dispatch->NdkGetCqResults(cq, r, 16);
     got += n;
-    if (n == 0) WaitTurn();
+    if (n == 0) CpuRelax();  // not sched_yield, which slowed the engine's core
   }
 }
 

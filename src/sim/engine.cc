@@ -10,21 +10,13 @@
 #include <future>
 #include <string>
 
+#include "common/cpu_relax.h"
 #include "hwmodel/event_queue.h"
 #include "hwmodel/nic.h"
 
 namespace ndksim::sim {
 
 namespace {
-
-// One spin of an idle engine: tells the core another thread may want it.
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#else
-  std::this_thread::yield();
-#endif
-}
 
 // How long a parked engine waits before it looks again at the inboxes it stopped watching.
 constexpr std::chrono::microseconds kRecheckAfter{200};
@@ -203,16 +195,15 @@ void Engine::Start(const EngineThreadConfig& config) {
   std::future<int> pin_result = pinned.get_future();
   std::promise<void> go;
   thread_ = std::thread([this, cpu = config.cpu, pinned = std::move(pinned), run = go.get_future()]() mutable {
+    int error = 0;
     if (cpu != -1) {
       cpu_set_t set;
       CPU_ZERO(&set);
       CPU_SET(cpu, &set);
-      const int error = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-      pinned.set_value(error);
-      if (error != 0) return;
-    } else {
-      pinned.set_value(0);
+      error = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
     }
+    pinned.set_value(error);
+    if (error != 0) return;
     run.wait();
     engine_thread_.store(std::this_thread::get_id(), std::memory_order_release);
     Loop();
