@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: MIT
 # The engine's read-aheads (common/prefetch.h) are in the machine code, not only in the source: each
 # function named below must hold a PREFETCHT0, itself or in a function of the same object it calls
-# directly (inlined or not, as the build's optimisation decides). GCC once
-# deleted the receive read-ahead whole: a function whose only work was __builtin_prefetch was found
-# free of side effects, and so were the calls to it.
+# directly (inlined or not, as the build's optimisation decides). GCC once deleted the receive
+# read-ahead whole: a function whose only work was __builtin_prefetch was found free of side
+# effects, and so were the calls to it.
 # Run with -DOBJDUMP=<objdump> -DOBJECTS=<the hardware model's object files, ;-separated>
 #          -DCHECKS=<source stem>=<function>,... (a function as objdump -C names it, without its
 #          parameters, e.g. responder=ndksim::hw::Responder::StartReceive).
