@@ -756,14 +756,30 @@ TEST(ThreadedEngine, PinningToACpuTheProcessMayNotUseIsAConfigurationErrorAndCha
   // A CPU number past every CPU the machine has: never one a thread may be scheduled on.
   const int outside = get_nprocs_conf();
   ASSERT_LT(outside, CPU_SETSIZE);
+  // A write waits for the engine; a refused Start must not have run it.
+  QpPair pair;
+  auto local = pair.a().Register(64);
+  auto remote = pair.b().Register(64);
+  std::memset(local->Data(), 0x5A, 64);
+  QpEnd& a = pair.a();
+  const NDK_SGE sge = local->Sge(0, 64);
+  ASSERT_EQ(a.qp->Dispatch->NdkWrite(a.qp, nullptr, &sge, 1, remote->Address(), remote->RemoteToken(), 0),
+            STATUS_SUCCESS);
+  const EngineThreadStats before = pair.fabric().ThreadStats();
+  NDK_RESULT r;
   for (const int cpu : {outside, -2, CPU_SETSIZE}) {
-    Fabric fabric;
     EngineThreadConfig config;
     config.cpu = cpu;
-    EXPECT_THROW(fabric.Start(config), ConfigurationError) << "cpu " << cpu;
-    EXPECT_FALSE(fabric.Running());
-    EXPECT_EQ(fabric.RunUntilIdle(), 0u);  // still stepped
+    EXPECT_THROW(pair.fabric().Start(config), ConfigurationError) << "cpu " << cpu;
+    EXPECT_FALSE(pair.fabric().Running());
+    EXPECT_EQ(pair.fabric().ThreadStats().events, before.events);
+    EXPECT_EQ(a.initiator_cq->Dispatch->NdkGetCqResults(a.initiator_cq, &r, 1), 0u) << "cpu " << cpu;
   }
+  // Still stepped: the write runs now.
+  EXPECT_GT(pair.fabric().RunUntilIdle(), 0u);
+  ASSERT_EQ(a.initiator_cq->Dispatch->NdkGetCqResults(a.initiator_cq, &r, 1), 1u);
+  EXPECT_EQ(r.Status, STATUS_SUCCESS);
+  EXPECT_EQ(std::memcmp(remote->Data(), local->Data(), 64), 0);
 }
 
 }  // namespace
