@@ -84,7 +84,7 @@ void BM_Scale_Nodes(benchmark::State& state) {
     const Clock::time_point start = Clock::now();
     for (std::size_t i = 0; i < nodes; ++i) {
       const std::size_t k = i + 1;  // 10.0.0.1 onwards
-      Node& n = fabric->AddNode({"n" + std::to_string(i), {fmt::format("10.{}.{}.{}", k >> 16, (k >> 8) & 255, k & 255)}});
+      Node& n = fabric->AddNode({fmt::format("n{}", i), {fmt::format("10.{}.{}.{}", k >> 16, (k >> 8) & 255, k & 255)}});
       if (n.OpenAdapter(NDK_VERSION{1, 2}, &adapters[i]) != STATUS_SUCCESS) state.SkipWithError("open failed");
     }
     us += std::chrono::duration<double, std::micro>(Clock::now() - start).count();

@@ -7,7 +7,7 @@
 // DMA reads are.
 #include <benchmark/benchmark.h>
 
-#include <optional>
+#include <memory>
 
 #include "ndksim/workload.h"
 
@@ -29,11 +29,11 @@ void SimulatedWriteRate(benchmark::State& state) {
   c.inline_size = state.range(2) != 0 ? 8 : 0;
   const std::size_t messages = kMessagesPerQp * static_cast<std::size_t>(c.qps);
   double mpps = 0;
-  std::optional<Workload> w;
+  std::unique_ptr<Workload> w;
   for ([[maybe_unused]] auto _ : state) {
     state.PauseTiming();  // closing the last run's QPs and connecting new ones is not part of the rate
     w.reset();
-    w.emplace(c);
+    w = std::make_unique<Workload>(c);
     state.ResumeTiming();
     mpps = Workload::Mpps(messages, w->Stream(messages));
   }
