@@ -136,6 +136,32 @@ TEST(PerfCli, WritesEveryFigureAndTheConfigurationAsJson) {
   EXPECT_LT(r["bandwidth"]["bw_peak_gbps"].get<double>(), 100.0);  // never above the link
 }
 
+// Runs ndksim-perf with `args` and --out_json, and returns the JSON it wrote (null if it failed).
+nlohmann::json PerfJson(const std::string& args, const std::string& name) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / (name + std::to_string(::getpid()) + ".json")).string();
+  const Outcome o = Perf(args + " --out_json " + path);
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  std::ifstream in(path);
+  if (!in) return nullptr;
+  nlohmann::json j = nlohmann::json::parse(in);
+  std::filesystem::remove(path);
+  return j;
+}
+
+// perftest's -u: the QP timeout exponent sets the ACK timeout, 4.096 us x 2^N.
+TEST(PerfCli, TheQpTimeoutExponentSetsTheAckTimeout) {
+  const nlohmann::json j = PerfJson("--op write -s 64 -n 20 --phases bw -u 10", "ndksim_perf_u_");
+  ASSERT_FALSE(j.is_null());
+  EXPECT_DOUBLE_EQ(j["config"]["ack_timeout_us"].get<double>(), 4.096 * 1024);
+}
+
+TEST(PerfCli, TheDefaultAckTimeoutIsExponentFourteen) {
+  const nlohmann::json j = PerfJson("--op write -s 64 -n 20 --phases bw", "ndksim_perf_d_");
+  ASSERT_FALSE(j.is_null());
+  EXPECT_DOUBLE_EQ(j["config"]["ack_timeout_us"].get<double>(), 4.096 * 16384);
+}
+
 // ---- bad arguments, each named ---------------------------------------------------------------------
 
 TEST(PerfCli, TooManyQpsAreRefusedWithTheLimit) {

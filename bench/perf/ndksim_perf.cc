@@ -58,6 +58,7 @@ struct Options {
   std::optional<long long> inline_size;
   bool inline_all = false;
   std::optional<std::uint32_t> mtu;
+  std::optional<unsigned> qp_timeout;
   std::string connection = "RC";
   std::string phases = "both";
   bool report_gbits = false;
@@ -128,6 +129,7 @@ Plan MakePlan(const Options& o) {
       throw BadArguments(fmt::format("--mtu {}: {}", *o.mtu, errors.front()));
     }
   }
+  if (o.qp_timeout) plan.profile.ack_timeout = LocalAckTimeout(*o.qp_timeout);
   if (o.connection != "RC") {
     throw BadArguments(fmt::format("--connection {}: NDK connections are reliable connected; only RC is simulated",
                                    o.connection));
@@ -539,6 +541,7 @@ class Run {
         {"tx_depth", o_.tx_depth},
         {"inline_size", plan_.inline_size},
         {"mtu_bytes", plan_.profile.mtu_bytes},
+        {"ack_timeout_us", ToMicroseconds(plan_.profile.ack_timeout)},
         {"seed", o_.seed},
         {"loss", o_.loss},
         {"report_gbits", o_.report_gbits},
@@ -629,6 +632,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0LL, 1LL << 20));
   app.add_flag("--inline", o.inline_all, "post every payload inline that the profile allows");
   app.add_option("-m,--mtu", o.mtu, "path MTU in bytes: 256, 512, 1024, 2048 or 4096 (default: the profile's)");
+  app.add_option("-u,--qp-timeout", o.qp_timeout,
+                 "QP timeout exponent, as perftest: the ACK timeout is 4.096 us x 2^N (default: the profile's; "
+                 "the presets use 14, 67.1 ms)")
+      ->check(CLI::Range(0u, 31u));
   app.add_option("-c,--connection", o.connection, "transport service: RC (NDK connections are RC)")
       ->capture_default_str();
   app.add_option("--phases", o.phases, "which tests run: lat, bw or both")

@@ -108,12 +108,19 @@ void Completer::OnReadResponse(QpContext& qp, std::uint32_t packet_id) {
   // is complete, flushed or being resent; an earlier one again (a resent read answered twice); or
   // a later one, which means one was lost (the ACK timer then resends from the first missing).
   std::uint32_t counter;
-  if (!OldestIncompleteRead(qp, &counter) ||
-      p.psn != qp.Descriptor(counter).first_psn + qp.Descriptor(counter).responses_received) {
+  if (!OldestIncompleteRead(qp, &counter)) {
     pool.Release(packet_id);
     return;
   }
   WqeDescriptor& d = qp.Descriptor(counter);
+  const Psn expected = d.first_psn + d.responses_received;
+  if (p.psn != expected) {
+    const bool gap = expected.Before(p.psn);
+    pool.Release(packet_id);
+    if (gap) OnReadGap(qp, counter, expected);
+    return;
+  }
+  if (qp.completer.reread_pending && qp.completer.reread_psn == expected) qp.completer.reread_pending = false;
   // A read response implicitly acknowledges every request before the read.
   AcknowledgeUpTo(qp, d.first_psn + Psn::kMask);
   const std::uint64_t offset = std::uint64_t{d.responses_received} * nic_.Profile().mtu_bytes;
@@ -165,6 +172,24 @@ void Completer::OnReadResponse(QpContext& qp, std::uint32_t packet_id) {
     nic_.Req().OnReadRetired(*q);
     Retire(*q);
   }, &qp.counters);
+}
+
+void Completer::OnReadGap(QpContext& qp, std::uint32_t counter, Psn expected) {
+  // Responses leave the responder in PSN order and the wire keeps it, so a later one means the
+  // one at `expected` was lost: ask again from it now instead of waiting for the ACK timer
+  // (IBTA's implied NAK). Once per gap: the rest of the lost stream keeps arriving meanwhile.
+  CompleterState& c = qp.completer;
+  if (c.reread_pending && c.reread_psn == expected) return;
+  c.reread_pending = true;
+  c.reread_psn = expected;
+  // The read's responses acknowledge every request before it.
+  AcknowledgeUpTo(qp, qp.Descriptor(counter).first_psn + Psn::kMask);
+  if (qp.state != QpState::kReadyToSend || qp.Descriptor(counter).state != DescriptorState::kAwaitingAck) return;
+  ++nic_.MutableCounters().retransmissions;
+  ++qp.counters.retransmissions;
+  NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Completer, "qp {} read response gap at psn {}, read again",
+               qp.qpn.value, expected.value);
+  nic_.Req().Rewind(qp, counter, expected);
 }
 
 void Completer::NoteProgress(QpContext& qp, Psn psn) {
@@ -267,6 +292,7 @@ void Completer::OnConnect(QpContext& qp, Psn send_psn) {
   c.acknowledged = send_psn + Psn::kMask;  // nothing sent yet
   c.retries_left = nic_.Profile().retry_count;
   c.rnr_retries_left = nic_.Profile().rnr_retry_count;
+  c.reread_pending = false;
 }
 
 void Completer::StopTimer(QpContext& qp) {
@@ -335,6 +361,7 @@ void Completer::OnTimeout(Qpn qpn, std::uint64_t generation) {
     return;
   }
   --c.retries_left;
+  c.reread_pending = false;  // the resend asks again; a gap after it may ask once more
   ++nic_.MutableCounters().retransmissions;
   ++qp->counters.retransmissions;
   NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Completer, "qp {} ack timeout, resend from wqe {}",

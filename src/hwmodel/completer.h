@@ -39,6 +39,9 @@ class Completer {
  private:
   void OnAcknowledge(QpContext& qp, const Packet& p);
   void OnReadResponse(QpContext& qp, std::uint32_t packet_id);
+  // A response after `expected`, the next one read `counter` lacks, arrived: resends the read
+  // from `expected` at once (implied NAK), once per gap.
+  void OnReadGap(QpContext& qp, std::uint32_t counter, Psn expected);
   // Everything up to `psn` is acknowledged: completes the sends and writes it covers.
   void AcknowledgeUpTo(QpContext& qp, Psn psn);
   // The peer has taken everything up to `psn`; if that is new, the retry counts and the ACK

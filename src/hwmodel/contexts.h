@@ -141,6 +141,10 @@ struct ReceivePrefetch {
 };
 
 inline constexpr std::uint32_t kMaxInboundReads = limits::kMaxInboundReads;  // IRD a profile may grant
+// Reads a responder can hold: its IRD's worth and replays (duplicate read requests executed
+// again, which take no IRD resource: they repeat reads the requester counts already). With the
+// largest IRD a profile may grant there is no room for replays, and duplicates are dropped.
+inline constexpr std::uint32_t kInboundReadSlots = kMaxInboundReads;
 
 // An inbound read the responder is answering: its responses are read from host memory a packet
 // at a time and leave in PSN order.
@@ -150,6 +154,10 @@ struct InboundRead {
   std::uint32_t length = 0;
   Psn first;
   std::uint32_t count = 0;  // response packets
+  // When the processing unit has set the read up; no response before this. The unit takes a
+  // QP's reads one at a time, in order: a read waiting for its turn has TimePoint::max().
+  TimePoint start = TimePoint::max();
+  bool replay = false;      // executed for a duplicate request
 };
 
 // A response packet whose data is being (or has been) read, waiting for the port.
@@ -158,6 +166,9 @@ struct StagedResponse {
   std::uint32_t index = 0;  // packet number within the read's responses
   std::uint32_t bytes = 0;
   bool ready = false;       // the data is in the NIC
+  // A duplicate read request asked again from this response's PSN or an earlier one: the packet
+  // is not sent, and leaves the buffer once its data has landed (its DMA cannot be recalled).
+  bool discarded = false;
 };
 
 // Responder part of a QP context.
@@ -179,10 +190,19 @@ struct ResponderState {
   std::uint64_t write_remaining = 0;
   std::uint32_t reads_in_progress = 0;  // accepted and not fully answered (IRD)
   TimePoint placement_ready{};  // placements of this QP may not start before this (WQE fetch)
-  // Read responses: reads in a ring addressed modulo kMaxInboundReads (head: the oldest not fully
-  // sent; read_cursor/read_packet: the next response whose data to read), and the responses
-  // whose data is being read, addressed modulo kStagedPackets, sent in order.
-  std::array<InboundRead, kMaxInboundReads> reads{};
+  // Read responses: reads in a ring addressed modulo kInboundReadSlots, in PSN order, from the
+  // moment they are accepted (head: the oldest not fully sent; read_cursor/read_packet: the next
+  // response whose data to read), and the responses whose data is being read, addressed modulo
+  // kStagedPackets, sent in order. reads_in_progress counts the reads in the ring; those that are
+  // not replays hold the QP's IRD resources.
+  std::array<InboundRead, kInboundReadSlots> reads{};
+  std::uint32_t replays = 0;  // reads in the ring that are replays
+  // The processing unit sets up one read of the QP at a time: reads before setup_next have been
+  // given to it; while setup_pending, the last of them is still being set up (its OnReadSetUp
+  // event carries setup_generation, which a drop of that read moves on).
+  std::uint32_t setup_next = 0;
+  bool setup_pending = false;
+  std::uint32_t setup_generation = 0;
   std::uint32_t reads_head = 0;
   std::uint32_t reads_tail = 0;
   std::uint32_t read_cursor = 0;
@@ -218,6 +238,11 @@ struct CompleterState {
   EventId timer_event;  // while timer_event_pending
   EventId rnr_event;    // the end of an RNR delay, while rnr_wait
   bool rnr_wait = false;
+  // A read response past the one expected showed a gap (IBTA's implied NAK) and the read was
+  // asked again from `reread_psn`: later responses of the same gap ask nothing more until the
+  // response at `reread_psn` arrives.
+  bool reread_pending = false;
+  Psn reread_psn;
 };
 
 struct QpContext {

@@ -167,11 +167,15 @@ ResponderCheck Responder::CheckWriteLength(const QpContext& qp, std::uint32_t le
 }
 
 ResponderCheck Responder::CheckReadLimit(const QpContext& qp, bool duplicate) const {
-  // IRD: more reads in progress than negotiated is a protocol violation by the requester. A
-  // duplicate that finds every read resource busy is dropped instead: the requester asks again
-  // when its timer expires.
-  if (qp.responder.reads_in_progress < qp.inbound_read_limit) return ResponderCheck::kAccept;
-  return duplicate ? ResponderCheck::kReadResourcesBusy : ResponderCheck::kTooManyReads;
+  // A request that finds the queue full (of replays) is dropped: the requester asks again, by its
+  // timer or by the sequence NAK the next request draws.
+  const ResponderState& r = qp.responder;
+  if (r.reads_tail - r.reads_head == kInboundReadSlots) return ResponderCheck::kReadResourcesBusy;
+  // A replay repeats a read the requester counts already (its original may have been answered
+  // while the duplicate was on its way), so it takes no IRD resource. More new reads in progress
+  // than negotiated is a protocol violation by the requester.
+  if (duplicate || r.reads_in_progress - r.replays < qp.inbound_read_limit) return ResponderCheck::kAccept;
+  return ResponderCheck::kTooManyReads;
 }
 
 void Responder::Refuse(QpContext& qp, Psn psn, ResponderCheck check, std::uint32_t packet_id) {
@@ -471,29 +475,79 @@ void Responder::OnReadRequest(QpContext& qp, std::uint32_t packet_id, bool dupli
   const std::uint32_t length = p.dma_length;
   pool.Release(packet_id);
   ResponderCheck check = CheckRemoteAccess(qp, key, address, length, access::kRemoteRead, /*inject=*/!duplicate);
+  if (check == ResponderCheck::kAccept && duplicate) DropReadsFrom(qp, psn);
   if (check == ResponderCheck::kAccept) check = CheckReadLimit(qp, duplicate);
   if (check != ResponderCheck::kAccept) {
     Refuse(qp, psn, check);
     return;
   }
-  ++r.reads_in_progress;
   const std::uint32_t mtu = nic_.Profile().mtu_bytes;
   const std::uint32_t count = length == 0 ? 1 : (length + mtu - 1) / mtu;
   if (!duplicate) r.expected_psn = psn + count;
-  // The QP's processing unit sets up the response; then the responses are read and sent in order.
-  const TimePoint start = nic_.Units().Run(qp.qpn, nic_.Profile().read_response_processing, events_.Now());
-  const Qpn qpn = qp.qpn;
-  const InboundRead read{address, key, length, psn, count};
-  events_.Schedule(start, EventPriority::kDevice, [this, qpn, read] { StartReadResponse(qpn, read); });
+  // The read joins the queue now, so that a duplicate arriving meanwhile finds it; the QP's
+  // processing unit sets it up in its turn, then its responses are read and sent in order.
+  // CheckReadLimit bounds the reads queued here.
+  NDKSIM_CHECK(r.reads_tail - r.reads_head < kInboundReadSlots);
+  ++r.reads_in_progress;
+  if (duplicate) ++r.replays;
+  InboundRead& read = r.reads[r.reads_tail++ % kInboundReadSlots];
+  read = InboundRead{address, key, length, psn, count, TimePoint::max(), duplicate};
+  SetUpNextRead(qp);
 }
 
-void Responder::StartReadResponse(Qpn qpn, const InboundRead& read) {
+void Responder::SetUpNextRead(QpContext& qp) {
+  ResponderState& r = qp.responder;
+  if (r.setup_pending || r.setup_next == r.reads_tail) return;
+  InboundRead& read = r.reads[r.setup_next++ % kInboundReadSlots];
+  read.start = nic_.Units().Run(qp.qpn, nic_.Profile().read_response_processing, events_.Now());
+  r.setup_pending = true;
+  const Qpn qpn = qp.qpn;
+  const std::uint32_t generation = r.setup_generation;
+  events_.Schedule(read.start, EventPriority::kDevice, [this, qpn, generation] { OnReadSetUp(qpn, generation); });
+}
+
+void Responder::DropReadsFrom(QpContext& qp, Psn psn) {
+  ResponderState& r = qp.responder;
+  // The ring is in PSN order: the first read whose last response is at `psn` or later, and every
+  // read after it, go.
+  std::uint32_t from = r.reads_head;
+  while (from != r.reads_tail) {
+    const InboundRead& read = r.reads[from % kInboundReadSlots];
+    if (!(read.first + (read.count - 1)).Before(psn)) break;
+    ++from;
+  }
+  if (from == r.reads_tail) return;
+  NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Responder, "qp {} duplicate read psn {}: {} queued read(s) dropped",
+               qp.qpn.value, psn.value, r.reads_tail - from);
+  for (std::uint32_t s = r.responses_head; s != r.responses_tail; ++s) {
+    StagedResponse& staged = r.responses[s % kStagedPackets];
+    if (staged.read - r.reads_head >= from - r.reads_head) staged.discarded = true;
+  }
+  for (std::uint32_t i = from; i != r.reads_tail; ++i) {
+    if (r.reads[i % kInboundReadSlots].replay) --r.replays;
+  }
+  r.reads_in_progress -= r.reads_tail - from;
+  if (r.read_cursor - r.reads_head >= from - r.reads_head) {
+    r.read_cursor = from;
+    r.read_packet = 0;
+  }
+  if (r.setup_next - r.reads_head > from - r.reads_head) {
+    // The unit's work on a dropped read is lost (its time stays spent); reads not yet given to
+    // the unit cost it nothing.
+    if (r.setup_pending && r.setup_next - 1 - r.reads_head >= from - r.reads_head) {
+      r.setup_pending = false;
+      ++r.setup_generation;
+    }
+    r.setup_next = from;
+  }
+  r.reads_tail = from;
+}
+
+void Responder::OnReadSetUp(Qpn qpn, std::uint32_t generation) {
   QpContext* qp = nic_.FindQp(qpn);
-  if (qp == nullptr || qp->state != QpState::kReadyToSend) return;
-  ResponderState& r = qp->responder;
-  // The IRD check bounds the reads queued here.
-  NDKSIM_CHECK(r.reads_tail - r.reads_head < kMaxInboundReads);
-  r.reads[r.reads_tail++ % kMaxInboundReads] = read;
+  if (qp == nullptr || qp->state != QpState::kReadyToSend || qp->responder.setup_generation != generation) return;
+  qp->responder.setup_pending = false;
+  SetUpNextRead(*qp);
   PumpResponses(*qp);
 }
 
@@ -513,7 +567,8 @@ bool Responder::ReadResponseData(QpContext& qp) {
   const std::uint32_t buffer = nic_.Profile().qp_transmit_buffer_bytes;
   bool progress = false;
   while (r.read_cursor != r.reads_tail) {
-    const InboundRead& read = r.reads[r.read_cursor % kMaxInboundReads];
+    const InboundRead& read = r.reads[r.read_cursor % kInboundReadSlots];
+    if (read.start > events_.Now()) return progress;  // OnReadSetUp resumes at its start
     while (r.read_packet < read.count) {
       const std::uint32_t offset = r.read_packet * mtu;
       const std::uint32_t bytes = std::min(mtu, read.length - std::min(offset, read.length));
@@ -532,7 +587,7 @@ bool Responder::ReadResponseData(QpContext& qp) {
         return progress;
       }
       const std::uint32_t slot = r.responses_tail++;
-      r.responses[slot % kStagedPackets] = StagedResponse{r.read_cursor, r.read_packet, bytes, bytes == 0};
+      r.responses[slot % kStagedPackets] = StagedResponse{r.read_cursor, r.read_packet, bytes, bytes == 0, false};
       r.responses_bytes += bytes;
       if (bytes > 0) {
         const Qpn qpn = qp.qpn;
@@ -561,6 +616,12 @@ bool Responder::SendResponses(QpContext& qp) {
   while (r.responses_head != r.responses_tail) {
     const StagedResponse s = r.responses[r.responses_head % kStagedPackets];
     if (!s.ready) break;
+    if (s.discarded) {  // asked again by a duplicate: its read is gone from the ring
+      ++r.responses_head;
+      r.responses_bytes -= s.bytes;
+      progress = true;
+      continue;
+    }
     // Responses share the port with the requester's packets: the next waits for the current one.
     if (port.TransmitFreeAt() > events_.Now()) {
       if (!r.response_drain_scheduled) {
@@ -572,10 +633,11 @@ bool Responder::SendResponses(QpContext& qp) {
     }
     ++r.responses_head;
     r.responses_bytes -= s.bytes;
-    const InboundRead& read = r.reads[s.read % kMaxInboundReads];
+    const InboundRead& read = r.reads[s.read % kInboundReadSlots];
     if (s.index + 1 == read.count) {
       ++r.reads_head;  // the slot is reused only by a later read, after this call
       --r.reads_in_progress;
+      if (read.replay) --r.replays;
     }
     if (!SendReadResponse(qp, read, s.index, s.bytes)) return true;
     progress = true;

@@ -121,8 +121,14 @@ class Responder {
   void OnSend(QpContext& qp, std::uint32_t packet_id);
   void OnWrite(QpContext& qp, std::uint32_t packet_id);
   // `duplicate`: a request for PSNs already seen (a resent read), executed again without moving
-  // the expected PSN.
+  // the expected PSN, after the responses still queued from its PSN on are dropped
+  // (DropReadsFrom).
   void OnReadRequest(QpContext& qp, std::uint32_t packet_id, bool duplicate);
+  // A duplicate read request asks again from `psn` (IBTA's duplicate RDMA READ handling): every
+  // queued read whose responses reach `psn` or beyond goes, with its IRD resource, and so do
+  // their responses not yet sent. The requester resends everything after `psn` in order, so
+  // the reads that come back replace them, and no response is sent twice from one request.
+  void DropReadsFrom(QpContext& qp, Psn psn);
   bool StartReceive(QpContext& qp);
   // Takes the next receive WQE of the QP's SRQ (ref §3.16); false if the SRQ is empty.
   bool StartSrqReceive(QpContext& qp);
@@ -138,8 +144,12 @@ class Responder {
   void FailNow(QpContext& qp, Psn psn, AckSyndrome syndrome);
   // Completes the current receive with `receive`, then fails as above with `nak`.
   void FailReceive(QpContext& qp, Psn psn, CompletionSyndrome receive, AckSyndrome nak);
-  // After the processing unit: queues the read's responses behind those of earlier reads.
-  void StartReadResponse(Qpn qpn, const InboundRead& read);
+  // Gives the QP's next queued read to its processing unit, unless the unit is still setting up
+  // one of the QP's reads.
+  void SetUpNextRead(QpContext& qp);
+  // The processing unit has set up a read of `qpn` (unless a drop moved `generation` on): its
+  // responses may start, and the next read is given to the unit.
+  void OnReadSetUp(Qpn qpn, std::uint32_t generation);
   // Reads response data while the response buffer and the PCIe link have room, and sends the
   // responses whose data is in, in order, when the port is free; until neither can go on.
   void PumpResponses(QpContext& qp);
