@@ -621,6 +621,58 @@ TEST(DataPath, LocalProtectionErrorTerminatesThePeer) {
   EXPECT_GE(rig.interrupts_b, 1);  // connection-abort event
 }
 
+// Regression: a request that failed a local check when the requester came to execute it put the
+// QP in error at once, so an earlier request still waiting for its acknowledgement was flushed
+// (STATUS_CANCELLED) and completed before it with the later one's error behind it. Requests
+// complete in posting order with their own status: the earlier write succeeds, then the read
+// reports its error, then the QP fails.
+TEST(InOrderErrors, AnEarlierRequestInFlightCompletesWithItsOwnStatusBeforeALaterLocalError) {
+  TwoNodeRig rig(profiles::kConnectX100GbeRoce);
+  std::vector<std::uint8_t> src(64), dst(64), sink(64);
+  const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, src.data(), src.size(), access::kLocalWrite);
+  const MemoryKey rkey =
+      rig.Register(*rig.b, rig.pd_b, dst.data(), dst.size(), access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead);
+  src[7] = 42;
+  rig.qp_a->Post(WqeOpcode::kWrite, {Sge(src.data(), 8, lkey)}, reinterpret_cast<std::uint64_t>(dst.data()), rkey.value,
+                 wqe_flag::kSignaled, /*defer=*/true);
+  rig.qp_a->Post(WqeOpcode::kRead, {Sge(sink.data(), 8, MemoryKey{0x12345})}, reinterpret_cast<std::uint64_t>(dst.data()),
+                 rkey.value);
+  rig.Run();
+  Cqe cqe;
+  ASSERT_TRUE(rig.cq_a->Poll(&cqe));
+  EXPECT_EQ(cqe.wqe_counter, 0u);
+  EXPECT_EQ(cqe.syndrome, CompletionSyndrome::kSuccess);
+  ASSERT_TRUE(rig.cq_a->Poll(&cqe));
+  EXPECT_EQ(cqe.wqe_counter, 1u);
+  EXPECT_EQ(cqe.syndrome, CompletionSyndrome::kLocalProtectionError);
+  EXPECT_EQ(dst[7], 42);
+  EXPECT_EQ(rig.a->QueryQpState(rig.qp_a->qpn), QpState::kError);
+}
+
+// The same with the earlier request unsignaled (a zero-length read with silent success): it
+// writes no CQE, and the only one is the later request's error.
+TEST(InOrderErrors, AnEarlierSilentRequestInFlightIsNotCancelledByALaterLocalError) {
+  TwoNodeRig rig(profiles::kConnectX100GbeRoce);
+  std::vector<std::uint8_t> dst(64), sink(64);
+  const MemoryKey rkey =
+      rig.Register(*rig.b, rig.pd_b, dst.data(), dst.size(), access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead);
+  rig.qp_a->Post(WqeOpcode::kRead, {}, reinterpret_cast<std::uint64_t>(dst.data()), rkey.value, /*flags=*/0,
+                 /*defer=*/true);
+  rig.qp_a->Post(WqeOpcode::kRead, {Sge(sink.data(), 8, MemoryKey{0x12345})}, reinterpret_cast<std::uint64_t>(dst.data()),
+                 rkey.value);
+  rig.qp_a->Post(WqeOpcode::kRead, {Sge(sink.data(), 8, MemoryKey{0x12345})}, reinterpret_cast<std::uint64_t>(dst.data()),
+                 rkey.value);
+  rig.Run();
+  Cqe cqe;
+  ASSERT_TRUE(rig.cq_a->Poll(&cqe));
+  EXPECT_EQ(cqe.wqe_counter, 1u);
+  EXPECT_EQ(cqe.syndrome, CompletionSyndrome::kLocalProtectionError);
+  ASSERT_TRUE(rig.cq_a->Poll(&cqe));
+  EXPECT_EQ(cqe.wqe_counter, 2u);
+  EXPECT_EQ(cqe.syndrome, CompletionSyndrome::kFlushed);
+  EXPECT_FALSE(rig.cq_a->Poll(&cqe));
+}
+
 TEST(DataPath, ReceiverNotReadyIsRetriedUntilAReceiveArrives) {
   TwoNodeRig rig(profiles::kConnectX100GbeRoce);
   std::vector<std::uint8_t> src(32, 9), rbuf(32, 0);

@@ -239,10 +239,18 @@ void Completer::Retire(QpContext& qp) {
     }
     NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Completer, "qp {} retire wqe {} {}", qp.qpn.value,
                  d.control.wqe_counter, Name(d.syndrome));
+    const bool deferred = c.deferred_error && c.head == c.deferred_counter;
     d.state = DescriptorState::kFree;
     qp.send_queue.ring->ConsumerRelease(qp.send_queue.stride_blocks);
     ++c.head;
     ++retired;
+    if (deferred) {
+      // The failed WQE's turn: everything before it has completed. Now the QP fails, and the
+      // requests after it are flushed (the peer is told: the error was found here).
+      c.deferred_error = false;
+      nic_.EnterQpError(qp, QpErrorCause::kLocal);
+      return;
+    }
   }
   if (retired == 0) return;
   // The last request awaiting acknowledgement is gone: the ACK timer stops.
@@ -268,6 +276,28 @@ void Completer::CompleteWithError(QpContext& qp, std::uint32_t counter, Completi
   nic_.EnterQpError(qp, peer_knows ? QpErrorCause::kRemote : QpErrorCause::kLocal);
 }
 
+void Completer::FailInOrder(QpContext& qp, std::uint32_t counter, CompletionSyndrome syndrome) {
+  bool earlier_in_flight = false;
+  for (std::uint32_t c = qp.completer.head; c != counter; ++c) {
+    const DescriptorState state = qp.Descriptor(c).state;
+    if (state != DescriptorState::kCompleted && state != DescriptorState::kPlacing) {
+      earlier_in_flight = true;
+      break;
+    }
+  }
+  if (!earlier_in_flight) {
+    CompleteWithError(qp, counter, syndrome);
+    return;
+  }
+  WqeDescriptor& d = qp.Descriptor(counter);
+  d.state = DescriptorState::kCompleted;
+  d.syndrome = syndrome;
+  qp.completer.deferred_error = true;
+  qp.completer.deferred_counter = counter;
+  NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Completer, "qp {} wqe {} failed: {}, reported after earlier requests",
+               qp.qpn.value, d.control.wqe_counter, Name(syndrome));
+}
+
 void Completer::CompleteLocal(QpContext& qp, std::uint32_t counter) {
   qp.Descriptor(counter).state = DescriptorState::kCompleted;
   Retire(qp);
@@ -283,6 +313,11 @@ void Completer::FlushFetched(QpContext& qp) {
     d.state = DescriptorState::kCompleted;
     d.syndrome = CompletionSyndrome::kFlushed;
   }
+  // An error held for its turn comes after this one: it is flushed like the rest.
+  if (qp.completer.deferred_error) {
+    qp.Descriptor(qp.completer.deferred_counter).syndrome = CompletionSyndrome::kFlushed;
+    qp.completer.deferred_error = false;
+  }
   nic_.Req().OnFlushed(qp);
   Retire(qp);
 }
@@ -293,6 +328,7 @@ void Completer::OnConnect(QpContext& qp, Psn send_psn) {
   c.retries_left = nic_.Profile().retry_count;
   c.rnr_retries_left = nic_.Profile().rnr_retry_count;
   c.reread_pending = false;
+  c.deferred_error = false;
 }
 
 void Completer::StopTimer(QpContext& qp) {

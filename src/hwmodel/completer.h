@@ -24,6 +24,11 @@ class Completer {
   // Completes WQE `counter` with `syndrome`, then moves the QP to the error state (which flushes
   // every other WQE). The peer is told when the error was found locally.
   void CompleteWithError(QpContext& qp, std::uint32_t counter, CompletionSyndrome syndrome);
+  // WQE `counter` failed a check when the requester came to execute it. Requests before it
+  // complete with their own status first: if any is still in flight, `counter` keeps its error
+  // and retires in its turn, and only then does the QP enter the error state; otherwise as
+  // CompleteWithError.
+  void FailInOrder(QpContext& qp, std::uint32_t counter, CompletionSyndrome syndrome);
   // A local operation (bind, fast register, invalidate) of WQE `counter` finished successfully:
   // it retires in posting order behind earlier WQEs still awaiting acknowledgement.
   void CompleteLocal(QpContext& qp, std::uint32_t counter);

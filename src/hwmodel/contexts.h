@@ -127,6 +127,10 @@ struct RequesterState {
   bool drain_scheduled = false;    // waiting for the port to finish its current packet
   bool tag_wait_scheduled = false; // the segmenter waits for a free PCIe read tag
   std::uint64_t generation = 0;  // bumped by rewind and abort; in-flight work of older ones is dropped
+  // WQE `halt_at` failed a check at execution while earlier ones were still in flight: nothing
+  // from it on is executed (a rewind re-executes only the earlier ones) until the QP's error.
+  bool halted = false;
+  std::uint32_t halt_at = 0;
 };
 
 inline constexpr std::uint32_t kReceivePrefetchWqes = 16;  // receive WQEs read ahead per queue
@@ -243,6 +247,10 @@ struct CompleterState {
   // response at `reread_psn` arrives.
   bool reread_pending = false;
   Psn reread_psn;
+  // A WQE that failed at execution behind earlier ones still in flight: it holds its error and
+  // retires in its turn, and the QP enters the error state then (Completer::FailInOrder).
+  bool deferred_error = false;
+  std::uint32_t deferred_counter = 0;
 };
 
 struct QpContext {

@@ -67,7 +67,7 @@ std::uint32_t Requester::PacketBytes(const WqeDescriptor& d, std::uint32_t index
 
 void Requester::Schedule(QpContext& qp) {
   RequesterState& r = qp.requester;
-  if (r.scheduled || r.fence_blocked) return;
+  if (r.scheduled || r.fence_blocked || (r.halted && r.next_exec == r.halt_at)) return;
   if (qp.state != QpState::kReadyToSend || r.next_exec == qp.fetch.tail) return;
   // The unit runs at most a few WQEs ahead of the segmenter; it resumes as packets leave.
   if (r.next_exec - r.segment_next >= kMaxWqesAhead) return;
@@ -85,6 +85,7 @@ void Requester::Step(Qpn qpn, std::uint64_t generation) {
   if (r.generation != generation) return;  // a rewind or abort already rescheduled the QP
   r.scheduled = false;
   if (qp->state != QpState::kReadyToSend || r.next_exec == qp->fetch.tail) return;
+  if (r.halted && r.next_exec == r.halt_at) return;  // a failed WQE: nothing from it on runs
   const std::uint32_t counter = r.next_exec;
   WqeDescriptor& d = qp->Descriptor(counter);
   if (AlreadyDone(d)) {
@@ -112,7 +113,7 @@ void Requester::Step(Qpn qpn, std::uint64_t generation) {
     return;
   }
   if (d.total_length > nic_.Profile().max_transfer_bytes) {
-    nic_.Comp().CompleteWithError(*qp, counter, CompletionSyndrome::kLocalLengthError);
+    FailAtExecution(*qp, counter, CompletionSyndrome::kLocalLengthError);
     return;
   }
   ++nic_.MutableCounters().wqes_executed;
@@ -141,7 +142,7 @@ void Requester::Step(Qpn qpn, std::uint64_t generation) {
       Schedule(*qp);
       return;
     default:
-      nic_.Comp().CompleteWithError(*qp, counter, CompletionSyndrome::kInvalidRequest);
+      FailAtExecution(*qp, counter, CompletionSyndrome::kInvalidRequest);
       return;
   }
   // Sends and writes use one PSN per packet; a read request one per response packet it asks for.
@@ -155,6 +156,14 @@ void Requester::Step(Qpn qpn, std::uint64_t generation) {
   nic_.Comp().ArmTimer(*qp);
   Pump(*qp);
   Schedule(*qp);
+}
+
+void Requester::FailAtExecution(QpContext& qp, std::uint32_t counter, CompletionSyndrome syndrome) {
+  // Nothing from this WQE on is executed; the completer reports its error after the requests
+  // before it, which may still be acknowledged, have completed.
+  qp.requester.halted = true;
+  qp.requester.halt_at = counter;
+  nic_.Comp().FailInOrder(qp, counter, syndrome);
 }
 
 bool Requester::Stalled(const QpContext& qp, const WqeDescriptor& d) const {
@@ -172,7 +181,7 @@ bool Requester::CheckLocalSges(QpContext& qp, WqeDescriptor& d, std::uint32_t re
       ++nic_.MutableCounters().protection_faults;
       NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Translation, "qp {} local sge {} key {:#x}: {}",
                    qp.qpn.value, s, sge.local_key, Name(t.outcome));
-      nic_.Comp().CompleteWithError(qp, qp.requester.next_exec, CompletionSyndrome::kLocalProtectionError);
+      FailAtExecution(qp, qp.requester.next_exec, CompletionSyndrome::kLocalProtectionError);
       return false;
     }
   }
@@ -433,6 +442,7 @@ void Requester::OnFlushed(QpContext& qp) {
   r.segment_next = qp.fetch.tail;
   r.segment_packet = 0;
   r.outstanding_reads = 0;
+  r.halted = false;
 }
 
 void Requester::OnReadRetired(QpContext& qp) {

@@ -47,6 +47,9 @@ class Requester {
   // Processing-unit stage of WQE next_exec.
   void Step(Qpn qpn, std::uint64_t generation);
   // The read fence or the outbound read limit holds WQE `d` back.
+  // WQE `counter` failed a check at execution: the requester stops at it, and the completer
+  // reports the error in posting order (Completer::FailInOrder).
+  void FailAtExecution(QpContext& qp, std::uint32_t counter, CompletionSyndrome syndrome);
   bool Stalled(const QpContext& qp, const WqeDescriptor& d) const;
   // Returns false when the WQE failed and was completed with an error.
   bool CheckLocalSges(QpContext& qp, WqeDescriptor& d, std::uint32_t required);
