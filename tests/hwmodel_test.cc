@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Unit tests of the hardware-model blocks, driven by a hand-written test driver (no provider).
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -746,6 +747,20 @@ TEST(DataPath, CqOverrunKillsTheCqAndRaisesAnError) {
   EXPECT_EQ(e.status, 0u);
   EXPECT_EQ(rig.a->Counters().cqes_written, 4u);
   EXPECT_EQ(rig.a->QueryQpState(rig.qp_a->qpn), QpState::kError);
+}
+
+// Regression: an overrun of a CQ nobody had armed was silent: no counter and no message, only
+// QPs failing. It is counted and said once on stderr.
+TEST(DataPath, AnUnarmedCqOverrunIsCountedAndSaidOnce) {
+  FourEntryCqRig f;
+  TwoNodeRig& rig = f.rig;
+  ::testing::internal::CaptureStderr();
+  f.Write(6);
+  rig.Run();
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(rig.a->Counters().cq_overruns, 1u);
+  EXPECT_THAT(said, ::testing::HasSubstr("overran: 4 CQEs written, 0 polled, 4 entries"));
+  EXPECT_EQ(said.find("overran"), said.rfind("overran"));  // once
 }
 
 // The NIC reads the host's consumer index again only when the value it last read leaves no room

@@ -207,6 +207,22 @@ TEST(Names, FailingStatusEqNamesBothStatuses) {
   EXPECT_STATUS_EQ(STATUS_CANCELLED, STATUS_CANCELLED);
 }
 
+// Regression: the expression was quoted after the preprocessor had expanded it, so a failure said
+// "((NTSTATUS)0x00000000L)" where the test said STATUS_SUCCESS.
+TEST(Names, FailingStatusEqQuotesTheExpressionsAsWritten) {
+  EXPECT_NONFATAL_FAILURE(EXPECT_STATUS_EQ(STATUS_SUCCESS, STATUS_CANCELLED),
+                          "Expected equality of these statuses:\n  STATUS_SUCCESS\n");
+}
+
+TEST(Names, FailingNtSuccessQuotesTheExpressionAsWritten) {
+  EXPECT_NONFATAL_FAILURE(EXPECT_NT_SUCCESS(STATUS_CANCELLED), "Expected NT_SUCCESS(STATUS_CANCELLED)");
+}
+
+// Regression: a TimePoint printed as "8-byte object <...>".
+TEST(Names, ATimePointPrintsItsTime) {
+  EXPECT_EQ(::testing::PrintToString(TimePoint{Picoseconds(1234567)}), "TimePoint{1234567 ps = 1.234567 us}");
+}
+
 TEST(Names, NtSuccessAcceptsSuccessCodesAndNamesAFailure) {
   EXPECT_NT_SUCCESS(STATUS_SUCCESS);
   EXPECT_NT_SUCCESS(STATUS_PENDING);

@@ -51,6 +51,7 @@ struct NicCounters {
   std::uint64_t dma_write_bytes = 0;
   std::uint64_t read_tag_stalls = 0;    // read requests that waited for a free tag
   std::uint64_t cqes_written = 0;
+  std::uint64_t cq_overruns = 0;        // CQs that overran (each once: an overrun CQ takes no more)
   std::uint64_t interrupts = 0;
   std::uint64_t naks_sent = 0;
   std::uint64_t rnr_naks_sent = 0;

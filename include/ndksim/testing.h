@@ -7,6 +7,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <iostream>
 #include <memory>
@@ -28,6 +30,14 @@ inline void PrintTo(const NDK_RESULT& r, std::ostream* os) {
 inline void PrintTo(const NDK_RESULT_EX& r, std::ostream* os) {
   *os << "NDK_RESULT_EX{" << ::ndksim::ResultString(r) << "}";
 }
+
+namespace ndksim {
+// An instant of simulated time prints as its picoseconds and microseconds since the fabric began:
+//   TimePoint{1234567 ps = 1.234567 us}
+inline void PrintTo(TimePoint t, std::ostream* os) {
+  *os << fmt::format("TimePoint{{{} ps = {:.6f} us}}", t.time_since_epoch().count(), ToMicroseconds(t.time_since_epoch()));
+}
+}  // namespace ndksim
 
 namespace ndksim::testing {
 
@@ -129,12 +139,16 @@ inline ::testing::AssertionResult NtSuccess(const char* expr, NTSTATUS status) {
 //       Which is: STATUS_SUCCESS
 //     qp->Dispatch->NdkFlush(qp)
 //       Which is: STATUS_INVALID_DEVICE_STATE
-#define EXPECT_STATUS_EQ(expected, actual) EXPECT_PRED_FORMAT2(::ndksim::testing::StatusEq, expected, actual)
-#define ASSERT_STATUS_EQ(expected, actual) ASSERT_PRED_FORMAT2(::ndksim::testing::StatusEq, expected, actual)
+// The expressions are quoted here, before the preprocessor expands them, so a failure shows
+// "STATUS_SUCCESS" as written rather than the macro's expansion "((NTSTATUS)0x00000000L)".
+#define EXPECT_STATUS_EQ(expected, actual) \
+  GTEST_ASSERT_(::ndksim::testing::StatusEq(#expected, #actual, (expected), (actual)), GTEST_NONFATAL_FAILURE_)
+#define ASSERT_STATUS_EQ(expected, actual) \
+  GTEST_ASSERT_(::ndksim::testing::StatusEq(#expected, #actual, (expected), (actual)), GTEST_FATAL_FAILURE_)
 // Expects NT_SUCCESS(expr) (STATUS_SUCCESS, STATUS_PENDING, STATUS_TIMEOUT, ...), naming the
 // status on failure: "Expected NT_SUCCESS(expr), but it is STATUS_INVALID_PARAMETER".
-#define EXPECT_NT_SUCCESS(expr) EXPECT_PRED_FORMAT1(::ndksim::testing::NtSuccess, expr)
-#define ASSERT_NT_SUCCESS(expr) ASSERT_PRED_FORMAT1(::ndksim::testing::NtSuccess, expr)
+#define EXPECT_NT_SUCCESS(expr) GTEST_ASSERT_(::ndksim::testing::NtSuccess(#expr, (expr)), GTEST_NONFATAL_FAILURE_)
+#define ASSERT_NT_SUCCESS(expr) GTEST_ASSERT_(::ndksim::testing::NtSuccess(#expr, (expr)), GTEST_FATAL_FAILURE_)
 
 namespace ndksim::testing {
 

@@ -2,6 +2,10 @@
 // Completion engine: CQE write-back, overrun, arming and notification.
 #include "completion_engine.h"
 
+#include <cstdio>
+
+#include <fmt/format.h>
+
 #include "common/prefetch.h"
 #include "contexts.h"
 #include "pcie_link.h"
@@ -49,9 +53,17 @@ void CompletionEngine::Land(CqNumber number, const CompletionRecord& record) {
     // entries, so a slot counted free here is no longer being read.
     cq->consumer_seen = m.consumer_index->load(std::memory_order_acquire);
   }
-  if (cq->producer_index - cq->consumer_seen >= m.entry_count ||
-      nic_.InjectFault(FaultPoint::kCqeWrite, record.qpn) != nullptr) {  // kOverrun
+  const bool full = cq->producer_index - cq->consumer_seen >= m.entry_count;
+  if (full || nic_.InjectFault(FaultPoint::kCqeWrite, record.qpn) != nullptr) {  // kOverrun
     NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), CompletionEngine, "cq {} overrun", number.value);
+    ++nic_.MutableCounters().cq_overruns;
+    // Said once, whether or not anyone armed the CQ or traces: an unarmed CQ's overrun is
+    // otherwise seen only as QPs failing.
+    fmt::print(stderr,
+               "ndksim: node {}: CQ {:#x} overran{}: {} CQEs written, {} polled, {} entries; the CQ and "
+               "its QPs have failed (STATUS_BUFFER_OVERFLOW on its next arm)\n",
+               nic_.Id(), number.value, full ? "" : " (fault rule)", cq->producer_index, cq->consumer_seen,
+               m.entry_count);
     Kill(*cq, cq_error::kOverrun);
     // Every QP attached to the CQ becomes unusable (ref §3.13).
     nic_.ForEachQp([&](QpContext& qp) {
