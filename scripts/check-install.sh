@@ -36,12 +36,38 @@ g++ "$work/pc.cc" -o "$work/pc" $(PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" p
 "$work/pc"
 # tests/consumer is a user's project: find_package(ndksim), the fixture, matchers and fault rules,
 # and no C++ standard of its own (the package carries its C++20 requirement).
-# The README's CMake lines are the ones this project uses.
-awk '/^```cmake$/{on=1; next} /^```$/{on=0} on' README.md | while IFS= read -r line; do
-  grep -qxF "$line" tests/consumer/CMakeLists.txt ||
-    { echo "README's CMake line is not in tests/consumer/CMakeLists.txt: $line" >&2; exit 1; }
-done
 cmake -S tests/consumer -B "$work/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/consumer" >/dev/null
 "$work/consumer/my_tests" --gtest_brief=1
 echo "find_package(ndksim) consumer: ok"
+
+# The first CMake block of a document, printed to stdout; and its first block of another language.
+block() { awk -v lang="$2" '$0 == "```" lang {n++; if (n == 1) on = 1; next} /^```$/ {on = 0} on' "$1"; }
+
+# The README's CMake block is a whole project: with the README's test beside it, it configures,
+# builds and runs exactly as printed.
+mkdir -p "$work/readme"
+block README.md cmake >"$work/readme/CMakeLists.txt"
+block README.md cpp >"$work/readme/my_tests.cc"
+cmake -S "$work/readme" -B "$work/readme/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/readme/build" >/dev/null
+"$work/readme/build/my_tests" --gtest_brief=1
+echo "README's CMake block, as printed: ok"
+
+# docs/kernel.md's CMake block likewise, with a driver source and a test of its own.
+mkdir -p "$work/kernel"
+block docs/kernel.md cmake >"$work/kernel/CMakeLists.txt"
+cat >"$work/kernel/consumer.c" <<'C'
+#include <wdm.h>
+ULONG ConsumerAnswer(VOID) { LARGE_INTEGER x; x.QuadPart = 42; return x.LowPart; }
+C
+cat >"$work/kernel/tests.cc" <<'CXX'
+#include <gtest/gtest.h>
+#include <wdm.h>
+extern "C" ULONG ConsumerAnswer(VOID);
+TEST(Consumer, Links) { EXPECT_EQ(ConsumerAnswer(), 42u); }
+CXX
+cmake -S "$work/kernel" -B "$work/kernel/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/kernel/build" >/dev/null
+"$work/kernel/build/my_consumer_tests" --gtest_brief=1
+echo "docs/kernel.md's CMake block, as printed: ok"
