@@ -7,8 +7,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <fmt/format.h>
-
 #include <cstdint>
 #include <iostream>
 #include <memory>
@@ -30,14 +28,6 @@ inline void PrintTo(const NDK_RESULT& r, std::ostream* os) {
 inline void PrintTo(const NDK_RESULT_EX& r, std::ostream* os) {
   *os << "NDK_RESULT_EX{" << ::ndksim::ResultString(r) << "}";
 }
-
-namespace ndksim {
-// An instant of simulated time prints as its picoseconds and microseconds since the fabric began:
-//   TimePoint{1234567 ps = 1.234567 us}
-inline void PrintTo(TimePoint t, std::ostream* os) {
-  *os << fmt::format("TimePoint{{{} ps = {:.6f} us}}", t.time_since_epoch().count(), ToMicroseconds(t.time_since_epoch()));
-}
-}  // namespace ndksim
 
 namespace ndksim::testing {
 

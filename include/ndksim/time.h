@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <fmt/format.h>
+#include <ostream>
 
 namespace ndksim {
 
@@ -30,6 +31,14 @@ constexpr Duration Milliseconds(std::int64_t v) { return Duration{v * 1000 * 100
 constexpr double ToNanoseconds(Duration d) { return static_cast<double>(d.count()) / 1000.0; }
 constexpr double ToMicroseconds(Duration d) { return static_cast<double>(d.count()) / 1e6; }
 constexpr double ToNanoseconds(TimePoint t) { return ToNanoseconds(t.time_since_epoch()); }
+
+// GoogleTest's printer for an instant of simulated time: its picoseconds and microseconds since
+// the fabric began, "TimePoint{1234567 ps = 1.234567 us}". Declared with the type, so that every
+// test that prints a TimePoint uses it (a printer some translation units do not see would let the
+// linker pick either rendering).
+inline void PrintTo(TimePoint t, std::ostream* os) {
+  *os << fmt::format("TimePoint{{{} ps = {:.6f} us}}", t.time_since_epoch().count(), ToMicroseconds(t.time_since_epoch()));
+}
 
 // A count of clock cycles. It has meaning only inside a ClockDomain.
 struct Cycles {

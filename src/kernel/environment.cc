@@ -32,6 +32,8 @@ Environment::Impl& CurrentEnvironment() {
   return *current_environment;
 }
 
+Environment::Impl* CurrentEnvironmentIfAny() { return current_environment; }
+
 const char* Name(BlockKind kind) {
   switch (kind) {
     case BlockKind::kPool: return "pool";
@@ -129,6 +131,7 @@ Scheduler::ThreadId Environment::Impl::StartKernelThread(std::string name, Node*
                                c.held.size()),
            Site{});
     }
+    CheckRegionsLeft(fmt::format("kernel thread '{}'", CurrentName()));
     if (c.object != nullptr) {
       dispatcher.SetEvent(ObjectOf(c.object));
       c.object->id = Scheduler::kNone;
@@ -182,6 +185,16 @@ void Environment::Impl::RequireIrqlAtMost(KIRQL max, const char* service, const 
 void Environment::Impl::RequireIrqlExactly(KIRQL irql, const char* service, const Site& at) {
   const KIRQL now = Current().irql;
   if (now != irql) Fail("IRQL", fmt::format("{} called at IRQL {}; it requires IRQL {}", service, now, irql), at);
+}
+
+void Environment::Impl::CheckRegionsLeft(const std::string& what) {
+  Context& c = Current();
+  if (c.critical_regions == 0 && c.guarded_regions == 0) return;
+  const std::string inside = fmt::format("{} critical and {} guarded region(s)", c.critical_regions, c.guarded_regions);
+  // A worker thread goes on to other items: it leaves the regions behind whatever the report.
+  c.critical_regions = 0;
+  c.guarded_regions = 0;
+  Fail("CRITICAL_REGION", fmt::format("{} ended inside {} (KERNEL_APC_PENDING_DURING_EXIT)", what, inside), Site{});
 }
 
 void Environment::Impl::CheckLiveObject(const void* object, const char* service, const Site& at) {
@@ -424,6 +437,7 @@ void Environment::Impl::WorkerMain(Scheduler::ThreadId self_id) {
     if (c.irql != PASSIVE_LEVEL || !c.held.empty()) {
       Fail("IRQL", fmt::format("a work item returned at IRQL {} holding {} spin lock(s)", c.irql, c.held.size()), Site{});
     }
+    CheckRegionsLeft("a work item");
     c.driver = nullptr;
     c.machine = nullptr;
   }

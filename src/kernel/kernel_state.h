@@ -70,6 +70,10 @@ struct Context {
   Driver* driver = nullptr;
   std::vector<PKSPIN_LOCK> held;  // spin locks held, in acquisition order
   ThreadObject* object = nullptr;  // a system thread's; nullptr for other threads and the DPC context
+  // KeEnterCriticalRegion / KeEnterGuardedRegion nesting (Windows' KernelApcDisable and
+  // SpecialApcDisable counts); both must be back at zero when the thread or work item ends.
+  std::uint32_t critical_regions = 0;
+  std::uint32_t guarded_regions = 0;
   // Consecutive empty CQ polls at one simulated time (a busy poll, once it reaches kBusyPoll).
   std::uint32_t empty_polls = 0;
   TimePoint empty_poll_time{};
@@ -193,6 +197,9 @@ struct Environment::Impl {
   void CheckLiveObject(const void* object, const char* service, const Site& site);
   void ThrowPendingFailure();
   void CheckDriverLeftNothing(Driver& driver);
+  // A kernel thread or a work item ends on the current context: it must have left every critical
+  // and guarded region it entered (`what` names it in the report).
+  void CheckRegionsLeft(const std::string& what);
 
   // ---- IRQL and DPCs ----
   void SetIrql(KIRQL irql);
@@ -266,5 +273,8 @@ struct Environment::Impl {
 // The environment current on this OS thread (the one whose services C code reaches); throws
 // std::logic_error if none is.
 Environment::Impl& CurrentEnvironment();
+// The same, or nullptr when none is (services that also work without an environment, such as the
+// safe string functions, check what they can only when one is).
+Environment::Impl* CurrentEnvironmentIfAny();
 
 }  // namespace ndksim::kernel

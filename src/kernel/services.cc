@@ -6,10 +6,13 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "kernel_state.h"
+#include "wdmsec.h"
 #include "site_macros_off.h"
 
 using ndksim::kernel::Context;
@@ -63,22 +66,168 @@ void Release(Impl& s, PKSPIN_LOCK lock, const Site& at, const char* service) {
   *lock = 0;
 }
 
-PVOID AllocatePool(Impl& s, POOL_FLAGS flags, SIZE_T bytes, ULONG tag, const Site& at) {
+// The required POOL_FLAGS (the low 32 bits) this pool satisfies. Session pool (POOL_FLAG_SESSION)
+// is not among them: the environment has no sessions. Quota is charged to the system process, which
+// has no limit; every block is cache aligned already (Environment::Impl::Allocate).
+constexpr POOL_FLAGS kRequiredPoolFlags = POOL_FLAG_OPTIONAL_START - 1;
+constexpr POOL_FLAGS kSatisfiedPoolFlags = POOL_FLAG_USE_QUOTA | POOL_FLAG_UNINITIALIZED | POOL_FLAG_CACHE_ALIGNED |
+                                           POOL_FLAG_RAISE_ON_FAILURE | POOL_FLAG_NON_PAGED |
+                                           POOL_FLAG_NON_PAGED_EXECUTE | POOL_FLAG_PAGED;
+
+// ExAllocatePool2's and ExAllocatePool3's allocation. `satisfiable`: false when an extended
+// parameter asks what this pool cannot give, which fails the allocation as a required flag does.
+PVOID AllocatePool(Impl& s, POOL_FLAGS flags, SIZE_T bytes, ULONG tag, const Site& at, const char* service,
+                   bool satisfiable = true) {
   const POOL_FLAGS kinds = flags & (POOL_FLAG_NON_PAGED | POOL_FLAG_NON_PAGED_EXECUTE | POOL_FLAG_PAGED);
   if (kinds == 0 || (kinds & (kinds - 1)) != 0) {
-    s.Fail("POOL", fmt::format("ExAllocatePool2 with flags {:#x}: exactly one of POOL_FLAG_NON_PAGED, "
-                               "POOL_FLAG_NON_PAGED_EXECUTE and POOL_FLAG_PAGED is required", flags),
+    s.Fail("POOL", fmt::format("{} with flags {:#x}: exactly one of POOL_FLAG_NON_PAGED, "
+                               "POOL_FLAG_NON_PAGED_EXECUTE and POOL_FLAG_PAGED is required", service, flags),
            at);
     return nullptr;
   }
-  PVOID p = s.Allocate(bytes, tag, (flags & POOL_FLAG_UNINITIALIZED) == 0, kinds == POOL_FLAG_PAGED, at, BlockKind::kPool);
+  PVOID p = nullptr;
+  if (satisfiable && (flags & kRequiredPoolFlags & ~kSatisfiedPoolFlags) == 0) {
+    p = s.Allocate(bytes, tag, (flags & POOL_FLAG_UNINITIALIZED) == 0, kinds == POOL_FLAG_PAGED, at, BlockKind::kPool);
+  }
   if (p == nullptr && (flags & POOL_FLAG_RAISE_ON_FAILURE) != 0) ExRaiseStatus(STATUS_INSUFFICIENT_RESOURCES);
   return p;
+}
+
+bool ValidPoolPriority(EX_POOL_PRIORITY priority) {
+  switch (priority) {
+    case LowPoolPriority:
+    case LowPoolPrioritySpecialPoolOverrun:
+    case LowPoolPrioritySpecialPoolUnderrun:
+    case NormalPoolPriority:
+    case NormalPoolPrioritySpecialPoolOverrun:
+    case NormalPoolPrioritySpecialPoolUnderrun:
+    case HighPoolPriority:
+    case HighPoolPrioritySpecialPoolOverrun:
+    case HighPoolPrioritySpecialPoolUnderrun:
+      return true;
+  }
+  return false;
+}
+
+// What the pool makes of ExAllocatePool3's (or ExFreePool2's) extended parameters.
+enum class ParameterCheck : std::uint8_t {
+  kSatisfiable,
+  kUnsatisfiable,  // a required one asks what the pool cannot give: the allocation fails
+  kRefused,        // the call is malformed or asks for a secure pool: the run has failed
+};
+
+// An optional parameter the pool cannot satisfy is ignored, as Windows may ignore it. A required
+// secure-pool parameter fails the run: secure pools are not modelled.
+ParameterCheck CheckExtendedParameters(Impl& s, POOL_FLAGS flags, PCPOOL_EXTENDED_PARAMETER parameters, ULONG count,
+                                       const Site& at, const char* service) {
+  if (count != 0 && parameters == nullptr) {
+    s.Fail("POOL", fmt::format("{} with {} extended parameter(s) and no array of them", service, count), at);
+    return ParameterCheck::kRefused;
+  }
+  ParameterCheck result = ParameterCheck::kSatisfiable;
+  for (ULONG i = 0; i < count; ++i) {
+    const POOL_EXTENDED_PARAMETER& p = parameters[i];
+    if (p.Optional != 0) continue;
+    bool satisfied = true;
+    switch (static_cast<ULONG64>(p.Type)) {
+      case PoolExtendedParameterPriority:
+        satisfied = ValidPoolPriority(p.Priority);
+        break;
+      case PoolExtendedParameterNumaNode:
+        // One NUMA node, node 0. The preference binds only nonpaged pool.
+        satisfied =
+            (flags & POOL_FLAG_NON_PAGED) == 0 || (p.PreferredNode & MM_ANY_NODE_OK) != 0 || p.PreferredNode == 0;
+        break;
+      case PoolExtendedParameterSecurePool:
+        s.Fail("POOL",
+               fmt::format("{} with a secure-pool parameter: the kernel environment has no secure pools", service), at);
+        return ParameterCheck::kRefused;
+      default:
+        satisfied = false;  // a required parameter the pool does not know
+        break;
+    }
+    if (!satisfied) result = ParameterCheck::kUnsatisfiable;
+  }
+  return result;
 }
 
 bool PagedType(POOL_TYPE type) { return (static_cast<int>(type) & 1) != 0; }
 
 IoWorkItemRecord* Record(PIO_WORKITEM item) { return reinterpret_cast<IoWorkItemRecord*>(item); }
+
+// ---- device object security (wdmsec.h) ----
+
+// A UNICODE_STRING's text as the C headers' 16-bit WCHARs, from an ASCII literal.
+template <std::size_t N>
+struct WideLiteral {
+  WCHAR text[N];
+  explicit constexpr WideLiteral(const char (&ascii)[N]) : text{} {
+    for (std::size_t i = 0; i < N; ++i) text[i] = static_cast<WCHAR>(ascii[i]);
+  }
+};
+
+template <std::size_t N>
+constexpr UNICODE_STRING CountedString(const WideLiteral<N>& literal) {
+  return UNICODE_STRING{static_cast<USHORT>((N - 1) * sizeof(WCHAR)), static_cast<USHORT>(N * sizeof(WCHAR)),
+                        const_cast<PWCH>(literal.text)};
+}
+
+constexpr WideLiteral kKernelOnly("D:P");
+constexpr WideLiteral kSysAll("D:P(A;;GA;;;SY)");
+constexpr WideLiteral kSysAllAdmAll("D:P(A;;GA;;;SY)(A;;GA;;;BA)");
+constexpr WideLiteral kSysAllAdmRx("D:P(A;;GA;;;SY)(A;;GRGX;;;BA)");
+constexpr WideLiteral kSysAllAdmRwxWorldR("D:P(A;;GA;;;SY)(A;;GRGWGX;;;BA)(A;;GR;;;WD)");
+constexpr WideLiteral kSysAllAdmRwxWorldRResR("D:P(A;;GA;;;SY)(A;;GRGWGX;;;BA)(A;;GR;;;WD)(A;;GR;;;RC)");
+constexpr WideLiteral kSysAllAdmRwxWorldRwResR("D:P(A;;GA;;;SY)(A;;GRGWGX;;;BA)(A;;GRGW;;;WD)(A;;GR;;;RC)");
+constexpr WideLiteral kSysAllAdmRwxWorldRwxResRwx(
+    "D:P(A;;GA;;;SY)(A;;GRGWGX;;;BA)(A;;GRGWGX;;;WD)(A;;GRGWGX;;;RC)");
+
+// An ACE's rights: "0x" and hex digits, or two-letter codes for generic and standard rights.
+bool IsSddlRights(std::string_view rights) {
+  if (rights.starts_with("0x") || rights.starts_with("0X")) {
+    rights.remove_prefix(2);
+    return !rights.empty() && rights.find_first_not_of("0123456789abcdefABCDEF") == std::string_view::npos;
+  }
+  if (rights.empty() || rights.size() % 2 != 0) return false;
+  constexpr std::array<std::string_view, 8> kCodes = {"GA", "GR", "GW", "GX", "RC", "SD", "WD", "WO"};
+  for (std::size_t i = 0; i < rights.size(); i += 2) {
+    if (std::find(kCodes.begin(), kCodes.end(), rights.substr(i, 2)) == kCodes.end()) return false;
+  }
+  return true;
+}
+
+// An ACE's trustee: a two-letter SID alias (SY, BA, WD, ...) or a SID string ("S-1-5-18").
+bool IsSddlSid(std::string_view sid) {
+  if (sid.size() == 2) return sid.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ") == std::string_view::npos;
+  return sid.starts_with("S-1-") && sid.size() > 4 &&
+         sid.find_first_not_of("0123456789-", 4) == std::string_view::npos;
+}
+
+// The subset of SDDL IoCreateDeviceSecure takes: "D:P" followed by ACEs "(A;;<rights>;;;<SID>)".
+bool IsDeviceObjectSddl(PCUNICODE_STRING sddl) {
+  if (sddl == nullptr || sddl->Buffer == nullptr || sddl->Length % sizeof(WCHAR) != 0) return false;
+  std::string text;
+  for (USHORT i = 0; i < sddl->Length / sizeof(WCHAR); ++i) {
+    if (sddl->Buffer[i] == 0 || sddl->Buffer[i] > 0x7F) return false;
+    text.push_back(static_cast<char>(sddl->Buffer[i]));
+  }
+  std::string_view rest = text;
+  if (!rest.starts_with("D:P")) return false;
+  rest.remove_prefix(3);
+  while (!rest.empty()) {
+    if (!rest.starts_with("(A;;")) return false;
+    rest.remove_prefix(4);
+    const std::size_t rights_end = rest.find(';');
+    if (rights_end == std::string_view::npos || !IsSddlRights(rest.substr(0, rights_end))) return false;
+    rest.remove_prefix(rights_end);
+    if (!rest.starts_with(";;;")) return false;
+    rest.remove_prefix(3);
+    const std::size_t sid_end = rest.find(')');
+    if (sid_end == std::string_view::npos || !IsSddlSid(rest.substr(0, sid_end))) return false;
+    rest.remove_prefix(sid_end + 1);
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -528,7 +677,14 @@ LARGE_INTEGER KeQueryPerformanceCounter(PLARGE_INTEGER PerformanceFrequency) {
   return now;
 }
 
-ULONG KeQueryTimeIncrement(VOID) { return 156'250; }  // the 15.625-ms clock tick, in 100 ns
+// The 15.625-ms clock tick, in 100 ns.
+constexpr ULONG kTimeIncrement = 156'250;
+
+ULONG KeQueryTimeIncrement(VOID) { return kTimeIncrement; }
+
+VOID KeQueryTickCount(PLARGE_INTEGER CurrentCount) {
+  CurrentCount->QuadPart = static_cast<LONG64>(CurrentEnvironment().InterruptTime() / kTimeIncrement);
+}
 
 // Busy-waits on a real processor; simulated time does not move while a kernel thread runs.
 VOID KeStallExecutionProcessor(ULONG MicroSeconds) { (void)MicroSeconds; }
@@ -597,11 +753,83 @@ HANDLE PsGetCurrentThreadId(VOID) {
 }
 
 BOOLEAN PsIsSystemThread(PETHREAD Thread) { return Thread != nullptr ? TRUE : FALSE; }
+
+// ---- processors ----
+// Kernel threads, DPCs and callbacks run one at a time, so each machine has one processor:
+// processor 0 of group 0, in NUMA node 0.
+
 ULONG KeGetCurrentProcessorNumber(VOID) { return 0; }
+
+ULONG KeGetCurrentProcessorNumberEx(PPROCESSOR_NUMBER ProcNumber) {
+  if (ProcNumber != nullptr) {
+    ProcNumber->Group = 0;
+    ProcNumber->Number = 0;
+    ProcNumber->Reserved = 0;
+  }
+  return 0;
+}
 
 ULONG KeQueryActiveProcessorCount(PKAFFINITY ActiveProcessors) {
   if (ActiveProcessors != nullptr) *ActiveProcessors = 1;
   return 1;
+}
+
+ULONG KeQueryActiveProcessorCountEx(USHORT GroupNumber) {
+  return GroupNumber == 0 || GroupNumber == ALL_PROCESSOR_GROUPS ? 1 : 0;
+}
+
+USHORT KeQueryActiveGroupCount(VOID) { return 1; }
+USHORT KeGetCurrentNodeNumber(VOID) { return 0; }
+USHORT KeQueryHighestNodeNumber(VOID) { return 0; }
+
+VOID KeQueryNodeActiveAffinity(USHORT NodeNumber, PGROUP_AFFINITY Affinity, PUSHORT Count) {
+  const bool exists = NodeNumber == 0;
+  if (Affinity != nullptr) {
+    std::memset(Affinity, 0, sizeof(*Affinity));
+    Affinity->Mask = exists ? 1 : 0;
+  }
+  if (Count != nullptr) *Count = exists ? 1 : 0;
+}
+
+// ---- critical and guarded regions ----
+// APCs are not delivered in the environment; the regions' nesting is kept per kernel thread and
+// checked, and Environment::Impl::CheckRegionsLeft checks it at the thread's or work item's end.
+
+static void EnterRegion(std::uint32_t Context::*count, const char* service) {
+  Impl& s = CurrentEnvironment();
+  s.RequireIrqlAtMost(APC_LEVEL, service, s.TakeSite());
+  ++(s.Current().*count);
+}
+
+static void LeaveRegion(std::uint32_t Context::*count, const char* service, const char* enter) {
+  Impl& s = CurrentEnvironment();
+  const Site at = s.TakeSite();
+  s.RequireIrqlAtMost(APC_LEVEL, service, at);
+  std::uint32_t& n = s.Current().*count;
+  if (n == 0) {
+    s.Fail("CRITICAL_REGION", fmt::format("{} without a matching {}", service, enter), at);
+    return;
+  }
+  --n;
+}
+
+VOID KeEnterCriticalRegion(VOID) { EnterRegion(&Context::critical_regions, "KeEnterCriticalRegion"); }
+VOID KeLeaveCriticalRegion(VOID) {
+  LeaveRegion(&Context::critical_regions, "KeLeaveCriticalRegion", "KeEnterCriticalRegion");
+}
+VOID KeEnterGuardedRegion(VOID) { EnterRegion(&Context::guarded_regions, "KeEnterGuardedRegion"); }
+VOID KeLeaveGuardedRegion(VOID) {
+  LeaveRegion(&Context::guarded_regions, "KeLeaveGuardedRegion", "KeEnterGuardedRegion");
+}
+
+BOOLEAN KeAreApcsDisabled(VOID) {
+  const Context& c = CurrentEnvironment().Current();
+  return c.critical_regions != 0 || c.guarded_regions != 0 ? TRUE : FALSE;
+}
+
+BOOLEAN KeAreAllApcsDisabled(VOID) {
+  const Context& c = CurrentEnvironment().Current();
+  return c.guarded_regions != 0 || c.irql >= APC_LEVEL ? TRUE : FALSE;
 }
 
 KPRIORITY KeSetPriorityThread(PKTHREAD Thread, KPRIORITY Priority) {
@@ -654,10 +882,29 @@ LONG_PTR ObfDereferenceObject(PVOID Object) {
 
 PVOID ExAllocatePool2(POOL_FLAGS Flags, SIZE_T NumberOfBytes, ULONG Tag) {
   Impl& s = CurrentEnvironment();
-  return AllocatePool(s, Flags, NumberOfBytes, Tag, s.TakeSite());
+  return AllocatePool(s, Flags, NumberOfBytes, Tag, s.TakeSite(), "ExAllocatePool2");
+}
+
+PVOID ExAllocatePool3(POOL_FLAGS Flags, SIZE_T NumberOfBytes, ULONG Tag, PCPOOL_EXTENDED_PARAMETER ExtendedParameters,
+                      ULONG ExtendedParametersCount) {
+  Impl& s = CurrentEnvironment();
+  const Site at = s.TakeSite();
+  const ParameterCheck parameters =
+      CheckExtendedParameters(s, Flags, ExtendedParameters, ExtendedParametersCount, at, "ExAllocatePool3");
+  if (parameters == ParameterCheck::kRefused) return nullptr;
+  return AllocatePool(s, Flags, NumberOfBytes, Tag, at, "ExAllocatePool3",
+                      parameters == ParameterCheck::kSatisfiable);
 }
 
 PVOID ExAllocatePoolWithTag(POOL_TYPE PoolType, SIZE_T NumberOfBytes, ULONG Tag) {
+  Impl& s = CurrentEnvironment();
+  return s.Allocate(NumberOfBytes, Tag, false, PagedType(PoolType), s.TakeSite(), BlockKind::kPool);
+}
+
+// The pool is never short, so every priority succeeds; a special-pool priority gets the normal pool
+// (special pool is not modelled), as on a system where Driver Verifier's special pool is off.
+PVOID ExAllocatePoolWithTagPriority(POOL_TYPE PoolType, SIZE_T NumberOfBytes, ULONG Tag, EX_POOL_PRIORITY Priority) {
+  (void)Priority;
   Impl& s = CurrentEnvironment();
   return s.Allocate(NumberOfBytes, Tag, false, PagedType(PoolType), s.TakeSite(), BlockKind::kPool);
 }
@@ -680,6 +927,17 @@ VOID ExFreePoolWithTag(PVOID P, ULONG Tag) {
 VOID ExFreePool(PVOID P) {
   Impl& s = CurrentEnvironment();
   s.Free(P, std::nullopt, s.TakeSite(), "ExFreePool");
+}
+
+VOID ExFreePool2(PVOID P, ULONG Tag, PCPOOL_EXTENDED_PARAMETER ExtendedParameters, ULONG ExtendedParametersCount) {
+  Impl& s = CurrentEnvironment();
+  const Site at = s.TakeSite();
+  // Freeing takes only secure-pool parameters; any other is ignored, as nothing in it applies.
+  if (CheckExtendedParameters(s, 0, ExtendedParameters, ExtendedParametersCount, at, "ExFreePool2") ==
+      ParameterCheck::kRefused) {
+    return;
+  }
+  s.Free(P, Tag, at, "ExFreePool2");
 }
 
 // ---- rundown protection ----
@@ -728,14 +986,10 @@ VOID ExRundownCompleted(PEX_RUNDOWN_REF RunRef) { RunRef->Count = 1; }
 
 // ---- devices and work items ----
 
-NTSTATUS IoCreateDevice(PDRIVER_OBJECT DriverObject, ULONG DeviceExtensionSize, PUNICODE_STRING DeviceName,
-                        DEVICE_TYPE DeviceType, ULONG DeviceCharacteristics, BOOLEAN Exclusive,
-                        PDEVICE_OBJECT* DeviceObject) {
-  (void)DeviceName;
-  (void)Exclusive;
-  Impl& s = CurrentEnvironment();
-  const Site at = s.TakeSite();
-  s.RequireIrqlExactly(PASSIVE_LEVEL, "IoCreateDevice", at);
+// IoCreateDevice's and IoCreateDeviceSecure's device: unnamed (the environment has no object
+// namespace, so DeviceName and Exclusive change nothing), in nonpaged pool charged to the driver.
+static NTSTATUS CreateDevice(Impl& s, PDRIVER_OBJECT DriverObject, ULONG DeviceExtensionSize, DEVICE_TYPE DeviceType,
+                             ULONG DeviceCharacteristics, PDEVICE_OBJECT* DeviceObject, const Site& at) {
   if (DriverObject == nullptr || DeviceObject == nullptr) return STATUS_INVALID_PARAMETER;
   auto* device = static_cast<PDEVICE_OBJECT>(
       s.Allocate(sizeof(DEVICE_OBJECT) + DeviceExtensionSize, 0, true, false, at, BlockKind::kDevice));
@@ -752,6 +1006,42 @@ NTSTATUS IoCreateDevice(PDRIVER_OBJECT DriverObject, ULONG DeviceExtensionSize, 
   DriverObject->DeviceObject = device;
   *DeviceObject = device;
   return STATUS_SUCCESS;
+}
+
+NTSTATUS IoCreateDevice(PDRIVER_OBJECT DriverObject, ULONG DeviceExtensionSize, PUNICODE_STRING DeviceName,
+                        DEVICE_TYPE DeviceType, ULONG DeviceCharacteristics, BOOLEAN Exclusive,
+                        PDEVICE_OBJECT* DeviceObject) {
+  (void)DeviceName;
+  (void)Exclusive;
+  Impl& s = CurrentEnvironment();
+  const Site at = s.TakeSite();
+  s.RequireIrqlExactly(PASSIVE_LEVEL, "IoCreateDevice", at);
+  return CreateDevice(s, DriverObject, DeviceExtensionSize, DeviceType, DeviceCharacteristics, DeviceObject, at);
+}
+
+// ---- device object security (wdmsec.h) ----
+
+const UNICODE_STRING SDDL_DEVOBJ_KERNEL_ONLY = CountedString(kKernelOnly);
+const UNICODE_STRING SDDL_DEVOBJ_SYS_ALL = CountedString(kSysAll);
+const UNICODE_STRING SDDL_DEVOBJ_SYS_ALL_ADM_ALL = CountedString(kSysAllAdmAll);
+const UNICODE_STRING SDDL_DEVOBJ_SYS_ALL_ADM_RX = CountedString(kSysAllAdmRx);
+const UNICODE_STRING SDDL_DEVOBJ_SYS_ALL_ADM_RWX_WORLD_R = CountedString(kSysAllAdmRwxWorldR);
+const UNICODE_STRING SDDL_DEVOBJ_SYS_ALL_ADM_RWX_WORLD_R_RES_R = CountedString(kSysAllAdmRwxWorldRResR);
+const UNICODE_STRING SDDL_DEVOBJ_SYS_ALL_ADM_RWX_WORLD_RW_RES_R = CountedString(kSysAllAdmRwxWorldRwResR);
+const UNICODE_STRING SDDL_DEVOBJ_SYS_ALL_ADM_RWX_WORLD_RWX_RES_RWX = CountedString(kSysAllAdmRwxWorldRwxResRwx);
+
+NTSTATUS IoCreateDeviceSecure(PDRIVER_OBJECT DriverObject, ULONG DeviceExtensionSize, PUNICODE_STRING DeviceName,
+                              DEVICE_TYPE DeviceType, ULONG DeviceCharacteristics, BOOLEAN Exclusive,
+                              PCUNICODE_STRING DefaultSDDLString, LPCGUID DeviceClassGuid,
+                              PDEVICE_OBJECT* DeviceObject) {
+  (void)DeviceName;
+  (void)Exclusive;
+  (void)DeviceClassGuid;  // it selects a class's registry override of the SDDL; there is no registry
+  Impl& s = CurrentEnvironment();
+  const Site at = s.TakeSite();
+  s.RequireIrqlExactly(PASSIVE_LEVEL, "IoCreateDeviceSecure", at);
+  if (!IsDeviceObjectSddl(DefaultSDDLString)) return STATUS_INVALID_PARAMETER;
+  return CreateDevice(s, DriverObject, DeviceExtensionSize, DeviceType, DeviceCharacteristics, DeviceObject, at);
 }
 
 VOID IoDeleteDevice(PDEVICE_OBJECT DeviceObject) {

@@ -20,11 +20,14 @@
 #undef KeInsertQueueDpc
 #undef PsCreateSystemThread
 #undef ExAllocatePool2
+#undef ExAllocatePool3
 #undef ExAllocatePoolWithTag
+#undef ExAllocatePoolWithTagPriority
 #undef ExAllocatePoolZero
 #undef ExAllocatePoolUninitialized
 #undef ExFreePoolWithTag
 #undef ExFreePool
+#undef ExFreePool2
 #undef IoAllocateWorkItem
 #undef IoFreeWorkItem
 #undef IoQueueWorkItem
@@ -32,3 +35,8 @@
 #undef ExQueueWorkItem
 #undef IoAllocateMdl
 #undef IoFreeMdl
+#undef IoCreateDeviceSecure
+#undef KeEnterCriticalRegion
+#undef KeLeaveCriticalRegion
+#undef KeEnterGuardedRegion
+#undef KeLeaveGuardedRegion

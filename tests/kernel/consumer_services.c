@@ -381,3 +381,10 @@ NTSTATUS HeartbeatDriverEntry(PDRIVER_OBJECT Driver, PUNICODE_STRING RegistryPat
     KeSetTimerEx(&g_heartbeat, due, 1, NULL);
     return STATUS_SUCCESS;
 }
+
+/* ---- one global, defined here and in consumer_wdk_surface.c ---- */
+
+/* __declspec(selectany): the linker keeps one of the two definitions, as MSVC's does. */
+__declspec(selectany) ULONG g_surface_selectany = 7;
+
+const void *ServicesSelectAnyAddress(void) { return &g_surface_selectany; }

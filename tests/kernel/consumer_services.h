@@ -56,6 +56,8 @@ void ViolationFreeWithWrongTag(void);
 int32_t LeakyDriverEntry(struct _DRIVER_OBJECT *driver, struct _UNICODE_STRING *registry_path);
 int32_t CleanDriverEntry(struct _DRIVER_OBJECT *driver, struct _UNICODE_STRING *registry_path);
 int32_t HeartbeatDriverEntry(struct _DRIVER_OBJECT *driver, struct _UNICODE_STRING *registry_path);
+/* The address of the __declspec(selectany) global consumer_wdk_surface.c defines too. */
+const void *ServicesSelectAnyAddress(void);
 
 #ifdef __cplusplus
 }

@@ -27,12 +27,20 @@
 #define _Inout_
 #define _Inout_opt_
 #define _Inout_updates_(n)
+#define _Inout_updates_opt_(n)
 #define _Inout_updates_bytes_(n)
+#define _Inout_updates_bytes_to_(n, m)
+#define _Inout_bytecount_(n)
 #define _Outptr_
 #define _Outptr_opt_
 #define _Outptr_result_maybenull_
+#define _Outptr_opt_result_maybenull_
 #define _Outptr_result_nullonfailure_
+#define _Outptr_result_buffer_(n)
+#define _Outptr_result_buffer_maybenull_(n)
+#define _Outptr_opt_result_buffer_maybenull_(n)
 #define _Outptr_result_bytebuffer_(n)
+#define _Outref_result_nullonfailure_
 #define _Deref_out_
 #define _Deref_out_range_(a, b)
 #define _Must_inspect_result_
@@ -44,8 +52,20 @@
 #define _Post_invalid_
 #define _Post_ptr_invalid_
 #define _Post_satisfies_(expr)
+#define _Post_notnull_
+#define _Post_maybenull_
+#define _Post_writable_byte_size_(n)
 #define _Pre_notnull_
 #define _Pre_satisfies_(expr)
+/* The primitives _Pre_ and _Post_ prefix another annotation (_Pre_ _Notnull_); _Curr_ and _Const_
+ * name the annotated object inside _At_ and _When_; _Inexpressible_ stands for a size SAL cannot
+ * state. */
+#define _Pre_
+#define _Post_
+#define _Curr_
+#define _Const_
+#define _Inexpressible_(expr)
+#define _Null_
 #define _Notnull_
 #define _Maybenull_
 #define _Null_terminated_
@@ -53,6 +73,7 @@
 #define _Field_size_opt_(n)
 #define _Field_size_bytes_(n)
 #define _Field_size_bytes_opt_(n)
+#define _Field_size_bytes_part_(n, m)
 #define _Field_range_(a, b)
 #define _Frees_ptr_
 #define _Frees_ptr_opt_
@@ -82,7 +103,14 @@
 #define _Requires_exclusive_lock_held_(lock)
 #define _Requires_shared_lock_held_(lock)
 #define _Guarded_by_(lock)
+#define _Write_guarded_by_(lock)
 #define _Interlocked_
+/* Statement-level: the analyser ignores races between the two markers (code that runs before
+ * other threads can see the data, or after they are gone). Nothing to do at run time. */
+#define _No_competing_thread_begin_
+#define _No_competing_thread_end_
+#define _Benign_race_begin_
+#define _Benign_race_end_
 #define _IRQL_requires_(irql)
 #define _IRQL_requires_max_(irql)
 #define _IRQL_requires_min_(irql)
@@ -117,6 +145,7 @@
 #define __out_bcount(n)
 #define __in_ecount(n)
 #define __out_ecount(n)
+#define __notnull
 #define __deref_out
 #define __deref_out_opt
 #define __checkReturn
@@ -147,6 +176,11 @@
 #define __drv_inTry
 #define __drv_notInTry
 #define __drv_reportError(why)
+#define __drv_declspec(x)
+#define __drv_nop(annotation)
 #endif /* __cplusplus */
+
+/* The pre-SAL 2 assumption statement, also in C++ (no standard library uses the name). */
+#define __analysis_assume(expr) ((void)0)
 
 #endif /* NDKSIM_KERNEL_SAL_H_ */

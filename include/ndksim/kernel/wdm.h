@@ -42,6 +42,11 @@ extern "C" {
 #define DECLSPEC_ALIGN(x) __attribute__((aligned(x)))
 #define DECLSPEC_NOINLINE __attribute__((noinline))
 #define FORCEINLINE static inline __attribute__((always_inline, unused))
+/* x64's cache line, the alignment of DECLSPEC_CACHEALIGN and POOL_FLAG_CACHE_ALIGNED. */
+#ifndef SYSTEM_CACHE_ALIGNMENT_SIZE
+#define SYSTEM_CACHE_ALIGNMENT_SIZE 64
+#endif
+#define DECLSPEC_CACHEALIGN DECLSPEC_ALIGN(SYSTEM_CACHE_ALIGNMENT_SIZE)
 #define UNREFERENCED_PARAMETER(P) ((void)(P))
 #define DBG_UNREFERENCED_PARAMETER(P) ((void)(P))
 #define DBG_UNREFERENCED_LOCAL_VARIABLE(V) ((void)(V))
@@ -56,6 +61,29 @@ extern "C" {
 #define ALIGN_UP_BY(length, alignment) (ALIGN_DOWN_BY(((ULONG_PTR)(length) + (alignment) - 1), alignment))
 #define ROUND_TO_PAGES(Size) (((ULONG_PTR)(Size) + PAGE_SIZE - 1) & ~((ULONG_PTR)PAGE_SIZE - 1))
 #define BYTES_TO_PAGES(Size) ((ULONG)(((ULONG_PTR)(Size) >> PAGE_SHIFT) + (((Size) & (PAGE_SIZE - 1)) != 0)))
+/* TRUE when an optional pointer argument was supplied. */
+#define ARGUMENT_PRESENT(ArgumentPointer) ((ULONG_PTR)(ArgumentPointer) != 0)
+/* An NTSTATUS's severity, its top two bits: 0 success, 1 informational, 2 warning, 3 error. */
+#ifndef NT_INFORMATION
+#define NT_INFORMATION(Status) ((((ULONG)(Status)) >> 30) == 1)
+#endif
+#ifndef NT_WARNING
+#define NT_WARNING(Status) ((((ULONG)(Status)) >> 30) == 2)
+#endif
+#ifndef NT_ERROR
+#define NT_ERROR(Status) ((((ULONG)(Status)) >> 30) == 3)
+#endif
+/* ntdef.h's min and max, for C as on Windows (unless NOMINMAX). Not for C++: C++ code that includes
+ * these headers uses std::min and std::numeric_limits<T>::max(), which a function-like macro of the
+ * same name breaks; a C++ consumer written against the Windows macros defines NDKSIM_WDK_MINMAX. */
+#if (!defined(__cplusplus) || defined(NDKSIM_WDK_MINMAX)) && !defined(NOMINMAX)
+#ifndef min
+#define min(a, b) (((a) < (b)) ? (a) : (b))
+#endif
+#ifndef max
+#define max(a, b) (((a) > (b)) ? (a) : (b))
+#endif
+#endif
 #ifndef NULL
 #define NULL ((void *)0)
 #endif
@@ -93,6 +121,7 @@ typedef ULONG ACCESS_MASK, *PACCESS_MASK;
 typedef CCHAR KPROCESSOR_MODE;
 typedef LONG KPRIORITY;
 typedef NTSTATUS *PNTSTATUS;
+typedef const GUID *LPCGUID;
 /* WDK wide characters are 16-bit; the kernel target compiles C with -fshort-wchar so L"..." agrees. */
 typedef uint16_t WCHAR, *PWCHAR, *PWCH, *PWSTR;
 typedef const uint16_t *PCWCH, *PCWSTR;
@@ -107,6 +136,36 @@ typedef union _ULARGE_INTEGER {
     } u;
     ULONGLONG QuadPart;
 } ULARGE_INTEGER, *PULARGE_INTEGER;
+
+/* ---- MSVC keywords ----------------------------------------------------------------------------- */
+/* __forceinline: inlined at every call, as MSVC does (GCC already has __inline). */
+#define __forceinline __inline__ __attribute__((__always_inline__))
+/* __pragma(x) is MSVC's _Pragma with an unquoted operand. The pragma's name selects what it becomes:
+ * pack and message are GCC pragmas too and keep their meaning; warning and prefast steer MSVC's
+ * warnings and its analyser, and alloc_text, code_seg, data_seg and const_seg place code and data in
+ * pageable or discardable sections, which the environment does not page; all of those compile to
+ * nothing. Any other name is a compile error naming NDKSIM_PRAGMA_<name>, to be added here. */
+#define __pragma(x) NDKSIM_PRAGMA_##x
+#define NDKSIM_PRAGMA_STRING(x) #x
+#define NDKSIM_PRAGMA_pack(...) _Pragma(NDKSIM_PRAGMA_STRING(pack(__VA_ARGS__)))
+#define NDKSIM_PRAGMA_message(...) _Pragma(NDKSIM_PRAGMA_STRING(message(__VA_ARGS__)))
+#define NDKSIM_PRAGMA_warning(...)
+#define NDKSIM_PRAGMA_prefast(...)
+#define NDKSIM_PRAGMA_alloc_text(...)
+#define NDKSIM_PRAGMA_code_seg(...)
+#define NDKSIM_PRAGMA_data_seg(...)
+#define NDKSIM_PRAGMA_const_seg(...)
+/* __declspec(x) the same way: align, noinline and noreturn become GCC's attributes; selectany (one
+ * definition of a global kept program-wide, the others dropped) becomes a weak definition; restrict
+ * and noalias only promise the optimiser something and compile to nothing. Any other is a compile
+ * error naming NDKSIM_DECLSPEC_<name>. */
+#define __declspec(x) NDKSIM_DECLSPEC_##x
+#define NDKSIM_DECLSPEC_align(n) __attribute__((aligned(n)))
+#define NDKSIM_DECLSPEC_noinline __attribute__((noinline))
+#define NDKSIM_DECLSPEC_noreturn __attribute__((noreturn))
+#define NDKSIM_DECLSPEC_selectany __attribute__((weak))
+#define NDKSIM_DECLSPEC_restrict
+#define NDKSIM_DECLSPEC_noalias
 
 /* ---- where a call was made, for verifier reports ---------------------------------------------- */
 /* Records the caller's site for the next service call (the macros below call it). */
@@ -237,6 +296,79 @@ FORCEINLINE PVOID InterlockedCompareExchangePointer(PVOID volatile *Destination,
     __atomic_compare_exchange_n(Destination, &Comparand, Exchange, 0, NDKSIM_SEQ, NDKSIM_SEQ);
     return Comparand;
 }
+/* Interlocked{Increment,Decrement,Exchange,ExchangeAdd,CompareExchange}{Acquire,Release,NoFence}:
+ * the same operation with only that ordering (on x64 every interlocked instruction is a full
+ * barrier; on ARM64 these are cheaper, and code written for both relies on no more than the name
+ * promises). */
+#define NDKSIM_INTERLOCKED_ORDERED(Suffix, Order, FailureOrder)                                                   \
+    FORCEINLINE LONG InterlockedIncrement##Suffix(LONG volatile *Addend) {                                      \
+        return __atomic_add_fetch(Addend, 1, Order);                                                             \
+    }                                                                                                            \
+    FORCEINLINE LONG InterlockedDecrement##Suffix(LONG volatile *Addend) {                                      \
+        return __atomic_sub_fetch(Addend, 1, Order);                                                             \
+    }                                                                                                            \
+    FORCEINLINE LONG InterlockedExchange##Suffix(LONG volatile *Target, LONG Value) {                           \
+        return __atomic_exchange_n(Target, Value, Order);                                                        \
+    }                                                                                                            \
+    FORCEINLINE LONG InterlockedExchangeAdd##Suffix(LONG volatile *Addend, LONG Value) {                        \
+        return __atomic_fetch_add(Addend, Value, Order);                                                         \
+    }                                                                                                            \
+    FORCEINLINE LONG InterlockedCompareExchange##Suffix(LONG volatile *Destination, LONG Exchange, LONG Comparand) { \
+        __atomic_compare_exchange_n(Destination, &Comparand, Exchange, 0, Order, FailureOrder);                  \
+        return Comparand;                                                                                        \
+    }
+NDKSIM_INTERLOCKED_ORDERED(Acquire, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)
+NDKSIM_INTERLOCKED_ORDERED(Release, __ATOMIC_RELEASE, __ATOMIC_RELAXED)
+NDKSIM_INTERLOCKED_ORDERED(NoFence, __ATOMIC_RELAXED, __ATOMIC_RELAXED)
+#undef NDKSIM_INTERLOCKED_ORDERED
+
+/* 8- and 16-bit forms: the And/Or/Xor ones return the original value, Increment/Decrement the new. */
+FORCEINLINE CHAR InterlockedOr8(CHAR volatile *Destination, CHAR Value) { return __atomic_fetch_or(Destination, Value, NDKSIM_SEQ); }
+FORCEINLINE CHAR InterlockedAnd8(CHAR volatile *Destination, CHAR Value) { return __atomic_fetch_and(Destination, Value, NDKSIM_SEQ); }
+FORCEINLINE CHAR InterlockedXor8(CHAR volatile *Destination, CHAR Value) { return __atomic_fetch_xor(Destination, Value, NDKSIM_SEQ); }
+FORCEINLINE SHORT InterlockedIncrement16(SHORT volatile *Addend) { return __atomic_add_fetch(Addend, 1, NDKSIM_SEQ); }
+FORCEINLINE SHORT InterlockedDecrement16(SHORT volatile *Addend) { return __atomic_sub_fetch(Addend, 1, NDKSIM_SEQ); }
+FORCEINLINE SHORT InterlockedExchange16(SHORT volatile *Target, SHORT Value) { return __atomic_exchange_n(Target, Value, NDKSIM_SEQ); }
+FORCEINLINE SHORT InterlockedCompareExchange16(SHORT volatile *Destination, SHORT Exchange, SHORT Comparand) {
+    __atomic_compare_exchange_n(Destination, &Comparand, Exchange, 0, NDKSIM_SEQ, NDKSIM_SEQ);
+    return Comparand;
+}
+
+/* The compiler-intrinsic spellings (intrin.h), which wdm.h's names are on Windows. MSVC declares
+ * them on `long`, which is 32-bit there: here they take LONG. */
+#define _InterlockedIncrement InterlockedIncrement
+#define _InterlockedDecrement InterlockedDecrement
+#define _InterlockedExchange InterlockedExchange
+#define _InterlockedExchangeAdd InterlockedExchangeAdd
+#define _InterlockedCompareExchange InterlockedCompareExchange
+#define _InterlockedOr InterlockedOr
+#define _InterlockedAnd InterlockedAnd
+#define _InterlockedXor InterlockedXor
+#define _InterlockedIncrement64 InterlockedIncrement64
+#define _InterlockedDecrement64 InterlockedDecrement64
+#define _InterlockedExchange64 InterlockedExchange64
+#define _InterlockedExchangeAdd64 InterlockedExchangeAdd64
+#define _InterlockedCompareExchange64 InterlockedCompareExchange64
+#define _InterlockedOr64 InterlockedOr64
+#define _InterlockedAnd64 InterlockedAnd64
+#define _InterlockedExchangePointer InterlockedExchangePointer
+#define _InterlockedCompareExchangePointer InterlockedCompareExchangePointer
+#define _InterlockedOr8 InterlockedOr8
+#define _InterlockedAnd8 InterlockedAnd8
+#define _InterlockedXor8 InterlockedXor8
+#define _InterlockedIncrement16 InterlockedIncrement16
+#define _InterlockedDecrement16 InterlockedDecrement16
+#define _InterlockedExchange16 InterlockedExchange16
+#define _InterlockedCompareExchange16 InterlockedCompareExchange16
+
+FORCEINLINE PVOID ReadPointerAcquire(PVOID const volatile *Source) { return __atomic_load_n(Source, __ATOMIC_ACQUIRE); }
+FORCEINLINE PVOID ReadPointerNoFence(PVOID const volatile *Source) { return __atomic_load_n(Source, __ATOMIC_RELAXED); }
+FORCEINLINE VOID WritePointerRelease(PVOID volatile *Destination, PVOID Value) {
+    __atomic_store_n(Destination, Value, __ATOMIC_RELEASE);
+}
+FORCEINLINE VOID WritePointerNoFence(PVOID volatile *Destination, PVOID Value) {
+    __atomic_store_n(Destination, Value, __ATOMIC_RELAXED);
+}
 #define ReadNoFence(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #define ReadAcquire(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define WriteNoFence(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
@@ -257,6 +389,10 @@ FORCEINLINE SIZE_T RtlCompareMemory(const VOID *Source1, const VOID *Source2, SI
     while (i < Length && ((const UCHAR *)Source1)[i] == ((const UCHAR *)Source2)[i]) ++i;
     return i;
 }
+/* Byte order reversal, as on a little-endian x64 host: RtlUshortByteSwap(0x1234) is 0x3412. */
+FORCEINLINE USHORT RtlUshortByteSwap(USHORT Source) { return __builtin_bswap16(Source); }
+FORCEINLINE ULONG RtlUlongByteSwap(ULONG Source) { return __builtin_bswap32(Source); }
+FORCEINLINE ULONGLONG RtlUlonglongByteSwap(ULONGLONG Source) { return __builtin_bswap64(Source); }
 
 typedef struct _UNICODE_STRING {
     USHORT Length;        /* bytes, without a terminator */
@@ -450,6 +586,8 @@ VOID KeQuerySystemTime(PLARGE_INTEGER CurrentTime);
 VOID KeQuerySystemTimePrecise(PLARGE_INTEGER CurrentTime);
 LARGE_INTEGER KeQueryPerformanceCounter(PLARGE_INTEGER PerformanceFrequency);
 ULONG KeQueryTimeIncrement(VOID);
+/* Clock ticks (of KeQueryTimeIncrement's 15.625 ms) since the fabric's time zero, the boot. */
+VOID KeQueryTickCount(PLARGE_INTEGER CurrentCount);
 VOID KeStallExecutionProcessor(ULONG MicroSeconds);
 
 /* ---- threads ----------------------------------------------------------------------------------- */
@@ -508,9 +646,41 @@ PKTHREAD KeGetCurrentThread(VOID);
 PETHREAD PsGetCurrentThread(VOID);
 HANDLE PsGetCurrentThreadId(VOID);
 BOOLEAN PsIsSystemThread(PETHREAD Thread);
+/* Processors: kernel threads, DPCs and callbacks run one at a time, so each machine is one
+ * processor: processor 0 of group 0, in NUMA node 0. */
+typedef struct _PROCESSOR_NUMBER {
+    USHORT Group;
+    UCHAR Number;
+    UCHAR Reserved;
+} PROCESSOR_NUMBER, *PPROCESSOR_NUMBER;
+#define ALL_PROCESSOR_GROUPS 0xffff
 ULONG KeGetCurrentProcessorNumber(VOID);
-#define KeGetCurrentProcessorNumberEx(ProcNumber) KeGetCurrentProcessorNumber()
+ULONG KeGetCurrentProcessorNumberEx(PPROCESSOR_NUMBER ProcNumber);
 ULONG KeQueryActiveProcessorCount(PKAFFINITY ActiveProcessors);
+/* The group's active processors (ALL_PROCESSOR_GROUPS: every group's); 0 for a group that does not exist. */
+ULONG KeQueryActiveProcessorCountEx(USHORT GroupNumber);
+USHORT KeQueryActiveGroupCount(VOID);
+USHORT KeGetCurrentNodeNumber(VOID);
+USHORT KeQueryHighestNodeNumber(VOID);
+/* Node 0's group and processor mask; a node that does not exist has an empty mask and a count of 0. */
+VOID KeQueryNodeActiveAffinity(USHORT NodeNumber, PGROUP_AFFINITY Affinity, PUSHORT Count);
+
+/* Critical regions disable normal kernel APCs for the calling thread, guarded regions all APCs;
+ * both nest. The environment delivers no APCs, so a region changes nothing else here, but its
+ * nesting is the thread's and is checked: a leave without its enter, and a thread or work item that
+ * ends inside a region (KERNEL_APC_PENDING_DURING_EXIT), fail the run. IRQL <= APC_LEVEL. */
+VOID KeEnterCriticalRegion(VOID);
+VOID KeLeaveCriticalRegion(VOID);
+VOID KeEnterGuardedRegion(VOID);
+VOID KeLeaveGuardedRegion(VOID);
+/* TRUE inside a critical or guarded region. */
+BOOLEAN KeAreApcsDisabled(VOID);
+/* TRUE inside a guarded region or at IRQL >= APC_LEVEL. */
+BOOLEAN KeAreAllApcsDisabled(VOID);
+#define KeEnterCriticalRegion() NDKSIM_AT(KeEnterCriticalRegion())
+#define KeLeaveCriticalRegion() NDKSIM_AT(KeLeaveCriticalRegion())
+#define KeEnterGuardedRegion() NDKSIM_AT(KeEnterGuardedRegion())
+#define KeLeaveGuardedRegion() NDKSIM_AT(KeLeaveGuardedRegion())
 KPRIORITY KeSetPriorityThread(PKTHREAD Thread, KPRIORITY Priority);
 NTSTATUS ZwClose(HANDLE Handle);
 #define NtClose ZwClose
@@ -533,28 +703,104 @@ typedef enum _POOL_TYPE {
     NonPagedPoolNxCacheAligned = 516,
 } POOL_TYPE;
 typedef ULONG64 POOL_FLAGS;
+/* The low 32 bits are required: an allocation with one the pool cannot satisfy or does not know
+ * fails. The high 32 bits are optional: ignored when they cannot be satisfied or are unknown. */
+#define POOL_FLAG_REQUIRED_START 0x0000000000000001ULL
 #define POOL_FLAG_USE_QUOTA 0x0000000000000001ULL
 #define POOL_FLAG_UNINITIALIZED 0x0000000000000002ULL
 #define POOL_FLAG_SESSION 0x0000000000000004ULL
 #define POOL_FLAG_CACHE_ALIGNED 0x0000000000000008ULL
+#define POOL_FLAG_RESERVED1 0x0000000000000010ULL
 #define POOL_FLAG_RAISE_ON_FAILURE 0x0000000000000020ULL
 #define POOL_FLAG_NON_PAGED 0x0000000000000040ULL
 #define POOL_FLAG_NON_PAGED_EXECUTE 0x0000000000000080ULL
 #define POOL_FLAG_PAGED 0x0000000000000100ULL
+#define POOL_FLAG_RESERVED2 0x0000000000000200ULL
+#define POOL_FLAG_RESERVED3 0x0000000000000400ULL
+#define POOL_FLAG_REQUIRED_END 0x0000000080000000ULL
+#define POOL_FLAG_OPTIONAL_START 0x0000000100000000ULL
 #define POOL_FLAG_SPECIAL_POOL 0x0000000100000000ULL
+#define POOL_FLAG_OPTIONAL_END 0x8000000000000000ULL
 
-/* Every allocation is tracked by tag (Environment::PoolUsage) and checked when freed: a tag that
- * does not match, a double free or a pointer that pool never returned fails the run
- * (BAD_POOL_CALLER); what a driver still holds at unload fails it too, by tag. */
+/* How much an allocation may dip into the last of the pool. The pool is never short here, so every
+ * priority succeeds. The special-pool variants ask Driver Verifier's special pool for the block;
+ * special pool is not modelled (quarantine and poisoning catch a use after free instead), and the
+ * block comes from the normal pool, as on a system without special pool enabled. */
+typedef enum _EX_POOL_PRIORITY {
+    LowPoolPriority,
+    LowPoolPrioritySpecialPoolOverrun = 8,
+    LowPoolPrioritySpecialPoolUnderrun = 9,
+    NormalPoolPriority = 16,
+    NormalPoolPrioritySpecialPoolOverrun = 24,
+    NormalPoolPrioritySpecialPoolUnderrun = 25,
+    HighPoolPriority = 32,
+    HighPoolPrioritySpecialPoolOverrun = 40,
+    HighPoolPrioritySpecialPoolUnderrun = 41
+} EX_POOL_PRIORITY;
+
+/* ExAllocatePool3's extended parameters. One with Optional clear must be one the pool knows, or
+ * the allocation fails; one with Optional set may be ignored. */
+typedef enum POOL_EXTENDED_PARAMETER_TYPE {
+    PoolExtendedParameterInvalidType = 0,
+    PoolExtendedParameterPriority,
+    PoolExtendedParameterSecurePool,
+    PoolExtendedParameterNumaNode,
+    PoolExtendedParameterMax
+} POOL_EXTENDED_PARAMETER_TYPE, *PPOOL_EXTENDED_PARAMETER_TYPE;
+#define POOL_EXTENDED_PARAMETER_TYPE_BITS 8
+#define POOL_EXTENDED_PARAMETER_REQUIRED_FIELD_BITS 1
+#define POOL_EXTENDED_PARAMETER_RESERVED_BITS \
+    (64 - POOL_EXTENDED_PARAMETER_TYPE_BITS - POOL_EXTENDED_PARAMETER_REQUIRED_FIELD_BITS)
+typedef ULONG POOL_NODE_REQUIREMENT;
+#define MM_ANY_NODE_OK 0x80000000
+struct _POOL_EXTENDED_PARAMS_SECURE_POOL;
+typedef struct _POOL_EXTENDED_PARAMETER {
+    __extension__ struct {
+        ULONG64 Type : POOL_EXTENDED_PARAMETER_TYPE_BITS;
+        ULONG64 Optional : POOL_EXTENDED_PARAMETER_REQUIRED_FIELD_BITS;
+        ULONG64 Reserved : POOL_EXTENDED_PARAMETER_RESERVED_BITS;
+    };
+    __extension__ union {
+        ULONG64 Reserved2;
+        PVOID Reserved3;
+        EX_POOL_PRIORITY Priority;                                 /* PoolExtendedParameterPriority */
+        struct _POOL_EXTENDED_PARAMS_SECURE_POOL *SecurePoolParams; /* PoolExtendedParameterSecurePool */
+        POOL_NODE_REQUIREMENT PreferredNode;                       /* PoolExtendedParameterNumaNode */
+    };
+} POOL_EXTENDED_PARAMETER, *PPOOL_EXTENDED_PARAMETER;
+typedef const POOL_EXTENDED_PARAMETER *PCPOOL_EXTENDED_PARAMETER;
+static_assert(sizeof(POOL_EXTENDED_PARAMETER) == 16, "POOL_EXTENDED_PARAMETER is 16 bytes on x64");
+
+/* Every allocation is tracked by tag (Environment::PoolUsage) and charged to the calling driver,
+ * and checked when freed: a tag that does not match, a double free or a pointer that pool never
+ * returned fails the run (BAD_POOL_CALLER); what a driver still holds at unload fails it too, by
+ * tag. ExAllocatePool2 and ExAllocatePool3 zero the block unless POOL_FLAG_UNINITIALIZED; the
+ * other allocators do not (except ExAllocatePoolZero). */
 PVOID ExAllocatePool2(POOL_FLAGS Flags, SIZE_T NumberOfBytes, ULONG Tag);
+/* ExtendedParameters: a priority (any EX_POOL_PRIORITY succeeds; another value fails the
+ * allocation); a NUMA node for nonpaged pool (node 0, or any node with MM_ANY_NODE_OK; another node
+ * alone fails the allocation); a required parameter of any other type fails it, an optional one is
+ * ignored. A secure pool is not supported: a required secure-pool parameter fails the run (POOL). */
+PVOID ExAllocatePool3(POOL_FLAGS Flags, SIZE_T NumberOfBytes, ULONG Tag, PCPOOL_EXTENDED_PARAMETER ExtendedParameters,
+                      ULONG ExtendedParametersCount);
 PVOID ExAllocatePoolWithTag(POOL_TYPE PoolType, SIZE_T NumberOfBytes, ULONG Tag);
+PVOID ExAllocatePoolWithTagPriority(POOL_TYPE PoolType, SIZE_T NumberOfBytes, ULONG Tag, EX_POOL_PRIORITY Priority);
 PVOID ExAllocatePoolZero(POOL_TYPE PoolType, SIZE_T NumberOfBytes, ULONG Tag);
 PVOID ExAllocatePoolUninitialized(POOL_TYPE PoolType, SIZE_T NumberOfBytes, ULONG Tag);
 VOID ExFreePoolWithTag(PVOID P, ULONG Tag);
 VOID ExFreePool(PVOID P);
+/* As ExFreePoolWithTag; ExtendedParameters are for secure pool, which is not supported (a
+ * required secure-pool parameter fails the run), and any other is ignored. */
+VOID ExFreePool2(PVOID P, ULONG Tag, PCPOOL_EXTENDED_PARAMETER ExtendedParameters, ULONG ExtendedParametersCount);
 #define ExAllocatePool2(Flags, NumberOfBytes, Tag) NDKSIM_AT(ExAllocatePool2((Flags), (NumberOfBytes), (Tag)))
+#define ExAllocatePool3(Flags, NumberOfBytes, Tag, ExtendedParameters, ExtendedParametersCount) \
+    NDKSIM_AT(ExAllocatePool3((Flags), (NumberOfBytes), (Tag), (ExtendedParameters), (ExtendedParametersCount)))
 #define ExAllocatePoolWithTag(PoolType, NumberOfBytes, Tag) \
     NDKSIM_AT(ExAllocatePoolWithTag((PoolType), (NumberOfBytes), (Tag)))
+#define ExAllocatePoolWithTagPriority(PoolType, NumberOfBytes, Tag, Priority) \
+    NDKSIM_AT(ExAllocatePoolWithTagPriority((PoolType), (NumberOfBytes), (Tag), (Priority)))
+#define ExFreePool2(P, Tag, ExtendedParameters, ExtendedParametersCount) \
+    NDKSIM_AT(ExFreePool2((P), (Tag), (ExtendedParameters), (ExtendedParametersCount)))
 #define ExAllocatePoolZero(PoolType, NumberOfBytes, Tag) NDKSIM_AT(ExAllocatePoolZero((PoolType), (NumberOfBytes), (Tag)))
 #define ExAllocatePoolUninitialized(PoolType, NumberOfBytes, Tag) \
     NDKSIM_AT(ExAllocatePoolUninitialized((PoolType), (NumberOfBytes), (Tag)))

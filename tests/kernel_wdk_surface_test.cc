@@ -1,0 +1,698 @@
+// SPDX-License-Identifier: MIT
+// The WDK surface real kernel consumers use beyond the core services (docs/kernel.md, "WDK
+// surface"), driven by consumer C code (tests/kernel/consumer_wdk_surface.c): annotations and MSVC
+// keywords that compile, ntdef's macros, byte swaps, interlocked forms, pool with priorities and
+// extended parameters, critical and guarded regions, processor and tick queries, wdmsec.h and
+// ntstrsafe.h. Each test checks one behaviour.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+
+#include <cstring>
+#include <functional>
+#include <iterator>
+#include <string>
+
+#include "kernel/consumer_services.h"
+#include "kernel/consumer_wdk_surface.h"
+#include "ndksim/fabric.h"
+#include "ndksim/kernel/environment.h"
+#include "ndksim/testing.h"
+
+namespace ndksim::kernel {
+namespace {
+
+constexpr std::size_t kMaxCch = 2147483647;  // NTSTRSAFE_MAX_CCH
+constexpr int kPoolExtendedParameterPriority = 1;
+constexpr int kPoolExtendedParameterSecurePool = 2;
+constexpr int kPoolExtendedParameterMax = 4;
+constexpr std::uint64_t kPoolFlagUninitialized = 0x2;
+constexpr std::uint64_t kPoolFlagSession = 0x4;
+constexpr std::uint64_t kPoolFlagNonPaged = 0x40;
+constexpr std::uint64_t kPoolFlagSpecialPool = 0x100000000ULL;
+constexpr std::uint32_t kAnyNodeOk = 0x80000000u;
+constexpr int kNormalPoolPriority = 16;
+constexpr int kNormalPoolPrioritySpecialPoolOverrun = 24;
+constexpr std::uint32_t kFileDeviceUnknown = 0x22;
+constexpr std::uint32_t kFileDeviceSecureOpen = 0x100;
+constexpr std::int64_t kUninitializedPool = 0xCD;  // Environment::Impl::Allocate's fill
+
+// The text up to the NUL (the whole buffer if there is none).
+std::string Text() { return std::string(g_surface.text, strnlen(g_surface.text, sizeof(g_surface.text))); }
+
+// The wide text up to the NUL.
+std::u16string Wide() {
+  std::u16string s;
+  for (std::size_t i = 0; i < std::size(g_surface.wide) && g_surface.wide[i] != 0; ++i) s.push_back(g_surface.wide[i]);
+  return s;
+}
+
+// The first `n` WCHARs of the wide buffer, NULs included (a UNICODE_STRING has no terminator).
+std::u16string WideUnits(std::size_t n) { return std::u16string(g_surface.wide, g_surface.wide + n); }
+
+class WdkSurface : public ::testing::Test {
+ protected:
+  WdkSurface() { std::memset(&g_surface, 0, sizeof(g_surface)); }
+};
+
+// Scenarios that need a kernel environment: they run on a kernel thread of node 0's machine.
+class WdkSurfaceKernel : public WdkSurface {
+ protected:
+  WdkSurfaceKernel() : node_(&fabric_.AddNode({"node", {"192.0.2.1"}})) {}
+
+  void RunOnNode(const std::function<void()>& body) {
+    env_.StartThread("test", body, node_);
+    env_.Run();
+  }
+
+  // The verifier's check a scenario fails the run with, and its message.
+  std::string ViolationOf(const std::function<void()>& body, std::string* message = nullptr) {
+    try {
+      RunOnNode(body);
+    } catch (const VerifierError& e) {
+      if (message != nullptr) *message = e.what();
+      return e.Check();
+    }
+    return "none";
+  }
+
+  // The message of the leak check at the driver's unload ("" if it passes).
+  std::string LeakAtUnload(std::int32_t (*entry)(_DRIVER_OBJECT*, _UNICODE_STRING*)) {
+    _DRIVER_OBJECT* driver = env_.LoadDriver(*node_, "surface", entry);
+    env_.Run();
+    EXPECT_STATUS_EQ(STATUS_SUCCESS, env_.DriverStatus(driver));
+    env_.UnloadDriver(driver);
+    try {
+      env_.Run();
+    } catch (const VerifierError& e) {
+      EXPECT_EQ(e.Check(), "LEAK");
+      return e.what();
+    }
+    return "";
+  }
+
+  Fabric fabric_{FabricConfig{.seed = 5, .profile = profiles::kFunctional}};
+  Node* node_;
+  Environment env_{fabric_, EnvironmentConfig{.seed = 13}};
+};
+
+// ---- annotations, MSVC keywords, base macros ----
+
+TEST_F(WdkSurface, SalAndConcurrencyAnnotationsCompileToNothing) { EXPECT_EQ(SurfaceAnnotatedSum(40, 2), 42u); }
+
+TEST_F(WdkSurface, PragmaInsideAStatementMacroCompilesToNothing) {
+  EXPECT_EQ(SurfacePragmaInsideAStatementMacro(3), 6u);
+}
+
+TEST_F(WdkSurface, PragmaPackPacksTheStructure) { EXPECT_EQ(SurfacePackedHeaderSize(), 5u); }
+
+TEST_F(WdkSurface, DeclspecCachealignAlignsToTheCacheLine) { EXPECT_EQ(SurfaceCacheAlignedAlignment(), 64u); }
+
+TEST_F(WdkSurface, DeclspecAlignAligns) { EXPECT_EQ(SurfaceDeclspecAlignAlignment(), 16u); }
+
+TEST_F(WdkSurface, DeclspecSelectanyKeepsOneDefinitionProgramWide) {
+  EXPECT_EQ(SurfaceSelectAnyAddress(), ServicesSelectAnyAddress());
+}
+
+TEST_F(WdkSurface, ForceinlineFunctionsWork) { EXPECT_EQ(SurfaceForceInlineTwice(21), 42u); }
+
+TEST_F(WdkSurface, ArgumentPresentIsFalseForNull) { EXPECT_EQ(SurfaceArgumentPresent(nullptr), 0); }
+
+TEST_F(WdkSurface, ArgumentPresentIsTrueForAPointer) {
+  int x = 0;
+  EXPECT_EQ(SurfaceArgumentPresent(&x), 1);
+}
+
+TEST_F(WdkSurface, NtErrorHoldsForAnErrorStatus) { EXPECT_EQ(SurfaceSeverity(STATUS_INVALID_PARAMETER), 3); }
+
+TEST_F(WdkSurface, NtWarningHoldsForAWarningStatus) { EXPECT_EQ(SurfaceSeverity(STATUS_BUFFER_OVERFLOW), 2); }
+
+TEST_F(WdkSurface, NtInformationHoldsForAnInformationalStatus) {
+  EXPECT_EQ(SurfaceSeverity(static_cast<std::int32_t>(0x40000000)), 1);
+}
+
+TEST_F(WdkSurface, NoSeverityMacroHoldsForSuccess) { EXPECT_EQ(SurfaceSeverity(STATUS_SUCCESS), 0); }
+
+TEST_F(WdkSurface, MinOfCIsTheSmaller) { EXPECT_EQ(SurfaceMin(7, -3), -3); }
+
+TEST_F(WdkSurface, MaxOfCIsTheLarger) { EXPECT_EQ(SurfaceMax(7, -3), 7); }
+
+// ---- byte order ----
+
+TEST_F(WdkSurface, RtlUshortByteSwapReversesTwoBytes) { EXPECT_EQ(SurfaceUshortByteSwap(0x1234), 0x3412); }
+
+TEST_F(WdkSurface, RtlUshortByteSwapOfAPortIsItsNetworkOrder) { EXPECT_EQ(SurfaceUshortByteSwap(445), htons(445)); }
+
+TEST_F(WdkSurface, RtlUlongByteSwapReversesFourBytes) { EXPECT_EQ(SurfaceUlongByteSwap(0x12345678u), 0x78563412u); }
+
+TEST_F(WdkSurface, RtlUlonglongByteSwapReversesEightBytes) {
+  EXPECT_EQ(SurfaceUlonglongByteSwap(0x0102030405060708ULL), 0x0807060504030201ULL);
+}
+
+// ---- interlocked forms ----
+
+TEST_F(WdkSurface, InterlockedIncrement16ReturnsTheNewValue) {
+  SurfaceInterlockedIncrement16(41);
+  EXPECT_EQ(g_surface.values[0], 42);
+  EXPECT_EQ(g_surface.values[1], 42);
+}
+
+TEST_F(WdkSurface, InterlockedIncrement16WrapsAt16Bits) {
+  SurfaceInterlockedIncrement16(32767);
+  EXPECT_EQ(g_surface.values[1], -32768);
+}
+
+TEST_F(WdkSurface, InterlockedDecrement16ReturnsTheNewValue) {
+  SurfaceInterlockedDecrement16(0);
+  EXPECT_EQ(g_surface.values[0], -1);
+  EXPECT_EQ(g_surface.values[1], -1);
+}
+
+TEST_F(WdkSurface, InterlockedCompareExchange16ReplacesAMatchAndReturnsTheOldValue) {
+  SurfaceInterlockedCompareExchange16(5, 9, 5);
+  EXPECT_EQ(g_surface.values[0], 5);
+  EXPECT_EQ(g_surface.values[1], 9);
+}
+
+TEST_F(WdkSurface, IntrinsicCompareExchangeReplacesAMatch) {
+  SurfaceIntrinsicCompareExchange(5, 9, 5);
+  EXPECT_EQ(g_surface.values[0], 5);
+  EXPECT_EQ(g_surface.values[1], 9);
+}
+
+TEST_F(WdkSurface, IntrinsicCompareExchangeLeavesAMismatchAndReturnsTheCurrentValue) {
+  SurfaceIntrinsicCompareExchange(6, 9, 5);
+  EXPECT_EQ(g_surface.values[0], 6);
+  EXPECT_EQ(g_surface.values[1], 6);
+}
+
+TEST_F(WdkSurface, IntrinsicIncrement16ReturnsTheNewValue) {
+  SurfaceIntrinsicIncrement16(-1);
+  EXPECT_EQ(g_surface.values[0], 0);
+}
+
+TEST_F(WdkSurface, InterlockedOr8ReturnsTheOriginalValue) {
+  SurfaceInterlockedOr8(0x0C, 0x03);
+  EXPECT_EQ(g_surface.values[0], 0x0C);
+  EXPECT_EQ(g_surface.values[1], 0x0F);
+}
+
+TEST_F(WdkSurface, InterlockedAnd8ReturnsTheOriginalValue) {
+  SurfaceInterlockedAnd8(0x0C, 0x06);
+  EXPECT_EQ(g_surface.values[0], 0x0C);
+  EXPECT_EQ(g_surface.values[1], 0x04);
+}
+
+TEST_F(WdkSurface, InterlockedXor8ReturnsTheOriginalValue) {
+  SurfaceInterlockedXor8(0x0C, 0x06);
+  EXPECT_EQ(g_surface.values[0], 0x0C);
+  EXPECT_EQ(g_surface.values[1], 0x0A);
+}
+
+TEST_F(WdkSurface, InterlockedIncrementNoFenceReturnsTheNewValue) {
+  SurfaceInterlockedIncrementNoFence(9);
+  EXPECT_EQ(g_surface.values[0], 10);
+  EXPECT_EQ(g_surface.values[1], 10);
+}
+
+TEST_F(WdkSurface, InterlockedDecrementReleaseReturnsTheNewValue) {
+  SurfaceInterlockedDecrementRelease(1);
+  EXPECT_EQ(g_surface.values[0], 0);
+  EXPECT_EQ(g_surface.values[1], 0);
+}
+
+TEST_F(WdkSurface, InterlockedCompareExchangeAcquireReplacesAMatch) {
+  SurfaceInterlockedCompareExchangeAcquire(3, 4, 3);
+  EXPECT_EQ(g_surface.values[0], 3);
+  EXPECT_EQ(g_surface.values[1], 4);
+}
+
+TEST_F(WdkSurface, InterlockedExchangeNoFenceReturnsTheOldValue) {
+  SurfaceInterlockedExchangeNoFence(3, 8);
+  EXPECT_EQ(g_surface.values[0], 3);
+  EXPECT_EQ(g_surface.values[1], 8);
+}
+
+TEST_F(WdkSurface, APointerWrittenWithReleaseIsReadWithAcquire) {
+  int x = 0;
+  EXPECT_EQ(SurfacePointerPublishedAndRead(&x), &x);
+}
+
+// ---- pool ----
+
+TEST_F(WdkSurfaceKernel, ExAllocatePoolWithTagPriorityIsChargedToItsTag) {
+  RunOnNode([] { SurfaceAllocateWithPriority(kNormalPoolPriority, 100); });
+  ASSERT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(env_.PoolUsage().at("Prio"), (PoolTagUsage{.allocations = 1, .bytes = 100, .total_allocations = 1}));
+}
+
+TEST_F(WdkSurfaceKernel, ExAllocatePoolWithTagPriorityDoesNotZeroTheBlock) {
+  RunOnNode([] { SurfaceAllocateWithPriority(kNormalPoolPriority, 100); });
+  EXPECT_EQ(g_surface.values[0], kUninitializedPool);
+}
+
+TEST_F(WdkSurfaceKernel, ASpecialPoolPriorityAllocatesFromTheNormalPool) {
+  RunOnNode([] { SurfaceAllocateWithPriority(kNormalPoolPrioritySpecialPoolOverrun, 100); });
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(env_.PoolUsage().at("Prio").allocations, 1u);
+}
+
+TEST_F(WdkSurfaceKernel, APriorityAllocationLeakedAtUnloadIsReportedByTag) {
+  const std::string leak = LeakAtUnload(&SurfacePriorityLeakDriverEntry);
+  EXPECT_NE(leak.find("pool tag 'Prio': 1 allocation(s), 48 bytes"), std::string::npos) << leak;
+}
+
+TEST_F(WdkSurfaceKernel, ExAllocatePool3ZeroesTheBlock) {
+  RunOnNode([] { SurfaceAllocatePool3WithPriority(kPoolFlagNonPaged, 64); });
+  ASSERT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(g_surface.values[0], 0);
+}
+
+TEST_F(WdkSurfaceKernel, ExAllocatePool3WithPoolFlagUninitializedLeavesTheBlockUnzeroed) {
+  RunOnNode([] { SurfaceAllocatePool3WithPriority(kPoolFlagNonPaged | kPoolFlagUninitialized, 64); });
+  EXPECT_EQ(g_surface.values[0], kUninitializedPool);
+}
+
+TEST_F(WdkSurfaceKernel, ExAllocatePool3OnNodeZeroSucceeds) {
+  RunOnNode([] { SurfaceAllocatePool3OnNode(0); });
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+}
+
+TEST_F(WdkSurfaceKernel, ExAllocatePool3OnANodeThatDoesNotExistFails) {
+  RunOnNode([] { SurfaceAllocatePool3OnNode(1); });
+  EXPECT_STATUS_EQ(STATUS_INSUFFICIENT_RESOURCES, g_surface.status);
+}
+
+TEST_F(WdkSurfaceKernel, ExAllocatePool3PreferringAnotherNodeWithAnyNodeOkSucceeds) {
+  RunOnNode([] { SurfaceAllocatePool3OnNode(1 | kAnyNodeOk); });
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+}
+
+TEST_F(WdkSurfaceKernel, ExAllocatePool3WithAnUnknownRequiredParameterFails) {
+  RunOnNode([] { SurfaceAllocatePool3WithParameter(kPoolExtendedParameterMax, 0, 0); });
+  EXPECT_STATUS_EQ(STATUS_INSUFFICIENT_RESOURCES, g_surface.status);
+}
+
+TEST_F(WdkSurfaceKernel, ExAllocatePool3IgnoresAnUnknownOptionalParameter) {
+  RunOnNode([] { SurfaceAllocatePool3WithParameter(kPoolExtendedParameterMax, 1, 0); });
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+}
+
+TEST_F(WdkSurfaceKernel, ExAllocatePool3WithARequiredPriorityOutsideExPoolPriorityFails) {
+  RunOnNode([] { SurfaceAllocatePool3WithParameter(kPoolExtendedParameterPriority, 0, 7); });
+  EXPECT_STATUS_EQ(STATUS_INSUFFICIENT_RESOURCES, g_surface.status);
+}
+
+TEST_F(WdkSurfaceKernel, ExAllocatePool3WithASecurePoolFailsTheRun) {
+  EXPECT_EQ(ViolationOf([] { SurfaceAllocatePool3WithParameter(kPoolExtendedParameterSecurePool, 0, 0); }), "POOL");
+}
+
+TEST_F(WdkSurfaceKernel, APool3AllocationLeakedAtUnloadIsReportedByTag) {
+  const std::string leak = LeakAtUnload(&SurfacePool3LeakDriverEntry);
+  EXPECT_NE(leak.find("pool tag 'Pol3': 1 allocation(s), 80 bytes"), std::string::npos) << leak;
+}
+
+TEST_F(WdkSurfaceKernel, ADriverThatFreesItsPriorityAndPool3BlocksUnloadsSilently) {
+  EXPECT_EQ(LeakAtUnload(&SurfacePoolCleanDriverEntry), "");
+}
+
+TEST_F(WdkSurfaceKernel, ExAllocatePool2OfSessionPoolFails) {
+  RunOnNode([] { SurfaceAllocatePool2(kPoolFlagNonPaged | kPoolFlagSession); });
+  EXPECT_STATUS_EQ(STATUS_INSUFFICIENT_RESOURCES, g_surface.status);
+}
+
+TEST_F(WdkSurfaceKernel, ExAllocatePool2IgnoresTheOptionalSpecialPoolFlag) {
+  RunOnNode([] { SurfaceAllocatePool2(kPoolFlagNonPaged | kPoolFlagSpecialPool); });
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+}
+
+TEST_F(WdkSurfaceKernel, ExFreePool2ReleasesTheCharge) {
+  RunOnNode([] { SurfaceFreePool2(); });
+  EXPECT_EQ(env_.PoolUsage().at("Free"), (PoolTagUsage{.allocations = 0, .bytes = 0, .total_allocations = 1}));
+}
+
+TEST_F(WdkSurfaceKernel, ExFreePool2WithTheWrongTagFailsTheRun) {
+  EXPECT_EQ(ViolationOf([] { SurfaceFreePool2WithTheWrongTag(); }), "POOL");
+}
+
+// ---- critical and guarded regions ----
+
+TEST_F(WdkSurfaceKernel, CriticalRegionsNest) {
+  RunOnNode([] { SurfaceNestedCriticalRegions(); });
+  EXPECT_EQ(g_surface.values[0], 1);  // two entered
+  EXPECT_EQ(g_surface.values[1], 1);  // one of them left
+  EXPECT_EQ(g_surface.values[2], 0);  // both left
+}
+
+TEST_F(WdkSurfaceKernel, AGuardedRegionDisablesAllApcs) {
+  RunOnNode([] { SurfaceGuardedRegion(); });
+  EXPECT_EQ(g_surface.values[0], 1);
+  EXPECT_EQ(g_surface.values[1], 1);
+  EXPECT_EQ(g_surface.values[2], 0);
+}
+
+TEST_F(WdkSurfaceKernel, ACriticalRegionLeavesSpecialApcsEnabled) {
+  RunOnNode([] { SurfaceCriticalRegionAllApcs(); });
+  EXPECT_EQ(g_surface.values[0], 0);
+}
+
+TEST_F(WdkSurfaceKernel, AllApcsAreDisabledAtApcLevel) {
+  RunOnNode([] { SurfaceAllApcsDisabledAtApcLevel(); });
+  EXPECT_EQ(g_surface.values[0], 1);
+}
+
+TEST_F(WdkSurfaceKernel, LeavingACriticalRegionNotEnteredFailsTheRun) {
+  EXPECT_EQ(ViolationOf([] { SurfaceLeaveCriticalRegionNotEntered(); }), "CRITICAL_REGION");
+}
+
+TEST_F(WdkSurfaceKernel, AThreadThatEndsInsideACriticalRegionFailsTheRun) {
+  std::string message;
+  EXPECT_EQ(ViolationOf([] { SurfaceEndInsideACriticalRegion(); }, &message), "CRITICAL_REGION");
+  EXPECT_NE(message.find("KERNEL_APC_PENDING_DURING_EXIT"), std::string::npos) << message;
+}
+
+TEST_F(WdkSurfaceKernel, AWorkItemThatReturnsInsideAGuardedRegionFailsTheRun) {
+  std::string message;
+  EXPECT_EQ(ViolationOf([] { SurfaceWorkItemEndsInsideAGuardedRegion(); }, &message), "CRITICAL_REGION");
+  EXPECT_NE(message.find("a work item ended inside 0 critical and 1 guarded region(s)"), std::string::npos) << message;
+}
+
+TEST_F(WdkSurfaceKernel, EnteringACriticalRegionAtDispatchLevelFailsTheRun) {
+  EXPECT_EQ(ViolationOf([] { SurfaceEnterCriticalRegionAtDispatchLevel(); }), "IRQL");
+}
+
+// ---- processors and ticks ----
+
+TEST_F(WdkSurfaceKernel, KeGetCurrentProcessorNumberExFillsGroupZeroProcessorZero) {
+  RunOnNode([] { SurfaceCurrentProcessorNumberEx(); });
+  EXPECT_EQ(g_surface.values[0], 0);  // the index
+  EXPECT_EQ(g_surface.values[1], 0);  // Group
+  EXPECT_EQ(g_surface.values[2], 0);  // Number
+  EXPECT_EQ(g_surface.values[3], 0);  // Reserved
+}
+
+TEST_F(WdkSurfaceKernel, KeQueryActiveProcessorCountExOfAllGroupsIsOne) {
+  std::uint32_t count = 0;
+  RunOnNode([&] { count = SurfaceActiveProcessorCountEx(0xffff); });
+  EXPECT_EQ(count, 1u);
+}
+
+TEST_F(WdkSurfaceKernel, KeQueryActiveProcessorCountExOfGroupZeroIsOne) {
+  std::uint32_t count = 0;
+  RunOnNode([&] { count = SurfaceActiveProcessorCountEx(0); });
+  EXPECT_EQ(count, 1u);
+}
+
+TEST_F(WdkSurfaceKernel, KeQueryActiveProcessorCountExOfAGroupThatDoesNotExistIsZero) {
+  std::uint32_t count = 99;
+  RunOnNode([&] { count = SurfaceActiveProcessorCountEx(1); });
+  EXPECT_EQ(count, 0u);
+}
+
+TEST_F(WdkSurfaceKernel, KeGetCurrentNodeNumberIsZero) {
+  std::uint16_t node = 99;
+  RunOnNode([&] { node = SurfaceCurrentNodeNumber(); });
+  EXPECT_EQ(node, 0);
+}
+
+TEST_F(WdkSurfaceKernel, NodeZeroHasProcessorZeroOfGroupZero) {
+  RunOnNode([] { SurfaceNodeActiveAffinity(0); });
+  EXPECT_EQ(g_surface.values[0], 1);  // Mask
+  EXPECT_EQ(g_surface.values[1], 0);  // Group
+  EXPECT_EQ(g_surface.values[2], 1);  // Count
+}
+
+TEST_F(WdkSurfaceKernel, ANodeThatDoesNotExistHasNoProcessors) {
+  RunOnNode([] { SurfaceNodeActiveAffinity(1); });
+  EXPECT_EQ(g_surface.values[0], 0);
+  EXPECT_EQ(g_surface.values[2], 0);
+}
+
+TEST_F(WdkSurfaceKernel, KeQueryTickCountCountsTimeIncrementsOfSimulatedTime) {
+  RunOnNode([] { SurfaceTickCountAfter(500'000); });  // 50 ms
+  EXPECT_EQ(g_surface.values[2], 156'250);
+  EXPECT_EQ(g_surface.values[0], g_surface.values[1] / 156'250);
+  EXPECT_GE(g_surface.values[0], 3);
+}
+
+// ---- wdmsec.h ----
+
+TEST_F(WdkSurfaceKernel, IoCreateDeviceSecureCreatesTheDriversDevice) {
+  _DRIVER_OBJECT* driver = env_.LoadDriver(*node_, "secure", &SurfaceSecureDeviceDriverEntry);
+  env_.Run();
+  ASSERT_STATUS_EQ(STATUS_SUCCESS, env_.DriverStatus(driver));
+  EXPECT_EQ(g_surface.values[0], 1);  // the driver's device
+  EXPECT_EQ(g_surface.values[1], kFileDeviceUnknown);
+  EXPECT_EQ(g_surface.values[2], 1);  // with its extension
+  EXPECT_EQ(g_surface.values[3], kFileDeviceSecureOpen);
+}
+
+TEST_F(WdkSurfaceKernel, ASecureDeviceDeletedAtUnloadLeavesNothing) {
+  EXPECT_EQ(LeakAtUnload(&SurfaceSecureDeviceDriverEntry), "");
+}
+
+TEST_F(WdkSurfaceKernel, IoCreateDeviceSecureRefusesAStringOutsideTheDeviceObjectForm) {
+  _DRIVER_OBJECT* driver = env_.LoadDriver(*node_, "secure", &CleanDriverEntry);
+  env_.Run();
+  RunOnNode([driver] {
+    SurfaceCreateDeviceSecureWithSddl(driver, reinterpret_cast<const std::uint16_t*>(u"O:BAG:SY"));
+  });
+  EXPECT_STATUS_EQ(STATUS_INVALID_PARAMETER, g_surface.status);
+  EXPECT_EQ(g_surface.values[0], 0);  // no device
+}
+
+TEST_F(WdkSurfaceKernel, IoCreateDeviceSecureTakesHexRightsAndSidStrings) {
+  _DRIVER_OBJECT* driver = env_.LoadDriver(*node_, "secure", &CleanDriverEntry);
+  env_.Run();
+  RunOnNode([driver] {
+    const char16_t* sddl = u"D:P(A;;0x1200a9;;;WD)(A;;GA;;;S-1-5-18)";
+    SurfaceCreateDeviceSecureWithSddl(driver, reinterpret_cast<const std::uint16_t*>(sddl));
+  });
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(g_surface.values[0], 1);
+}
+
+TEST_F(WdkSurface, SddlDevobjSysAllAdmAllHoldsItsSddl) {
+  EXPECT_TRUE(SurfaceSddlSysAllAdmAllIs(reinterpret_cast<const std::uint16_t*>(u"D:P(A;;GA;;;SY)(A;;GA;;;BA)")));
+}
+
+// ---- ntstrsafe.h ----
+
+TEST_F(WdkSurface, RtlStringCbPrintfAUsesWindowsLengthModifiers) {
+  SurfaceCbPrintfWindowsLengthModifiers(4'000'000'000u, ~0ULL, -1);
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(Text(), "4000000000 18446744073709551615 -1 ee6b2800");
+}
+
+TEST_F(WdkSurface, RtlStringCbPrintfAFormatsWhatFits) {
+  SurfaceCbPrintfA(8, "abcdefg");
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(Text(), "abcdefg");
+}
+
+TEST_F(WdkSurface, RtlStringCbPrintfATruncatesAndTerminatesOnOverflow) {
+  SurfaceCbPrintfA(8, "abcdefghij");
+  EXPECT_STATUS_EQ(STATUS_BUFFER_OVERFLOW, g_surface.status);
+  EXPECT_EQ(Text(), "abcdefg");
+}
+
+TEST_F(WdkSurface, RtlStringCbPrintfAOfZeroBytesIsInvalidAndWritesNothing) {
+  SurfaceCbPrintfA(0, "abc");
+  EXPECT_STATUS_EQ(STATUS_INVALID_PARAMETER, g_surface.status);
+  EXPECT_EQ(g_surface.text[0], '#');
+}
+
+TEST_F(WdkSurface, RtlStringCchPrintfAAboveTheMaximumIsInvalidAndEmptiesTheBuffer) {
+  SurfaceCchPrintfA(kMaxCch + 1, "abc");
+  EXPECT_STATUS_EQ(STATUS_INVALID_PARAMETER, g_surface.status);
+  EXPECT_EQ(Text(), "");
+}
+
+TEST_F(WdkSurface, RtlStringCchPrintfATruncatesToTheCharacterCount) {
+  SurfaceCchPrintfA(3, "abc");
+  EXPECT_STATUS_EQ(STATUS_BUFFER_OVERFLOW, g_surface.status);
+  EXPECT_EQ(Text(), "ab");
+}
+
+TEST_F(WdkSurface, RtlStringCbPrintfAPrintsAPointerAs16HexDigits) {
+  SurfaceCbPrintfAPointer(reinterpret_cast<void*>(0xabc123));
+  EXPECT_EQ(Text(), "0000000000ABC123");
+}
+
+TEST_F(WdkSurface, RtlStringCbPrintfAPrintsAUnicodeStringForPercentWZ) {
+  SurfaceCbPrintfAUnicodeString();
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(Text(), "if=eth0");
+}
+
+TEST_F(WdkSurface, RtlStringCbPrintfAPrintsNullStringsAsNull) {
+  SurfaceCbPrintfANullString();
+  EXPECT_EQ(Text(), "[(null)|(null)]");
+}
+
+TEST_F(WdkSurface, RtlStringCbPrintfAConvertsAWideStringThroughTheAnsiCodePage) {
+  SurfaceCbPrintfAWideString();
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(Text(), "caf\xe9?");
+}
+
+TEST_F(WdkSurface, RtlStringCbPrintfARefusesPercentN) {
+  SurfaceCbPrintfAPercentN();
+  EXPECT_STATUS_EQ(STATUS_INVALID_PARAMETER, g_surface.status);
+  EXPECT_EQ(Text(), "");
+}
+
+TEST_F(WdkSurface, RtlStringCbPrintfWFormatsSixteenBitCharacters) {
+  SurfaceCbPrintfW(sizeof(g_surface.wide), 445);
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(Wide(), u"port=445");
+}
+
+TEST_F(WdkSurface, RtlStringCbPrintfWTakesAnOddByteCountAsWholeCharacters) {
+  SurfaceCbPrintfW(9, 445);  // four characters
+  EXPECT_STATUS_EQ(STATUS_BUFFER_OVERFLOW, g_surface.status);
+  EXPECT_EQ(Wide(), u"por");
+  EXPECT_EQ(g_surface.wide[4], u'#');
+}
+
+TEST_F(WdkSurface, RtlStringCbPrintfWOfOneByteIsInvalid) {
+  SurfaceCbPrintfW(1, 445);  // no whole character
+  EXPECT_STATUS_EQ(STATUS_INVALID_PARAMETER, g_surface.status);
+  EXPECT_EQ(g_surface.wide[0], u'#');
+}
+
+TEST_F(WdkSurface, RtlStringCchPrintfWTruncatesAndTerminatesOnOverflow) {
+  SurfaceCchPrintfW(7, 445);
+  EXPECT_STATUS_EQ(STATUS_BUFFER_OVERFLOW, g_surface.status);
+  EXPECT_EQ(Wide(), u"port=4");
+}
+
+TEST_F(WdkSurface, RtlStringCbPrintfWConvertsCharStringsForCapitalSAndHs) {
+  SurfaceCbPrintfWCharString();
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(Wide(), u"abc/def");
+}
+
+TEST_F(WdkSurface, RtlStringCbVPrintfAFormatsAVaList) {
+  SurfaceCbVPrintfA(sizeof(g_surface.text), 2, -3);
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(Text(), "2+-3");
+}
+
+TEST_F(WdkSurface, RtlStringCchVPrintfWTruncatesAVaListsResult) {
+  SurfaceCchVPrintfW(3, 12, 34);
+  EXPECT_STATUS_EQ(STATUS_BUFFER_OVERFLOW, g_surface.status);
+  EXPECT_EQ(Wide(), u"12");
+}
+
+TEST_F(WdkSurface, RtlStringCbCopyACopiesAndTerminates) {
+  SurfaceCbCopyA(8, "abc");
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(Text(), "abc");
+}
+
+TEST_F(WdkSurface, RtlStringCbCopyATruncatesAndTerminatesOnOverflow) {
+  SurfaceCbCopyA(4, "abcdef");
+  EXPECT_STATUS_EQ(STATUS_BUFFER_OVERFLOW, g_surface.status);
+  EXPECT_EQ(Text(), "abc");
+  EXPECT_EQ(g_surface.text[4], '#');
+}
+
+TEST_F(WdkSurface, RtlStringCbCopyAOfZeroBytesIsInvalid) {
+  SurfaceCbCopyA(0, "abc");
+  EXPECT_STATUS_EQ(STATUS_INVALID_PARAMETER, g_surface.status);
+  EXPECT_EQ(g_surface.text[0], '#');
+}
+
+TEST_F(WdkSurface, RtlStringCchCopyWTruncatesAndTerminatesOnOverflow) {
+  SurfaceCchCopyW(3);
+  EXPECT_STATUS_EQ(STATUS_BUFFER_OVERFLOW, g_surface.status);
+  EXPECT_EQ(Wide(), u"wx");
+}
+
+TEST_F(WdkSurface, RtlStringCbCopyWCopiesWholeCharacters) {
+  SurfaceCbCopyW(10);
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(Wide(), u"wxyz");
+}
+
+TEST_F(WdkSurface, RtlStringCbCatAAppends) {
+  SurfaceCbCatA(sizeof(g_surface.text), "ab", "cd");
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(Text(), "abcd");
+}
+
+TEST_F(WdkSurface, RtlStringCbCatATruncatesAndTerminatesOnOverflow) {
+  SurfaceCbCatA(5, "ab", "cdef");
+  EXPECT_STATUS_EQ(STATUS_BUFFER_OVERFLOW, g_surface.status);
+  EXPECT_EQ(Text(), "abcd");
+}
+
+TEST_F(WdkSurface, RtlStringCbCatAOfAnUnterminatedDestinationIsInvalidAndChangesNothing) {
+  SurfaceCbCatAUnterminated();
+  EXPECT_STATUS_EQ(STATUS_INVALID_PARAMETER, g_surface.status);
+  EXPECT_EQ(std::string(g_surface.text, 5), "wxyz#");
+}
+
+TEST_F(WdkSurface, RtlStringCchCatWTruncatesAndTerminatesOnOverflow) {
+  SurfaceCchCatW(4);
+  EXPECT_STATUS_EQ(STATUS_BUFFER_OVERFLOW, g_surface.status);
+  EXPECT_EQ(Wide(), u"abc");
+}
+
+TEST_F(WdkSurface, RtlStringCbLengthWCountsBytesWithoutTheTerminator) {
+  SurfaceCbLengthW(8);
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(g_surface.values[0], 6);
+}
+
+TEST_F(WdkSurface, RtlStringCbLengthWOfAStringLongerThanTheLimitIsInvalidAndZero) {
+  SurfaceCbLengthW(6);  // no room for the terminator
+  EXPECT_STATUS_EQ(STATUS_INVALID_PARAMETER, g_surface.status);
+  EXPECT_EQ(g_surface.values[0], 0);
+}
+
+TEST_F(WdkSurface, RtlStringCchLengthACountsCharacters) {
+  SurfaceCchLengthA(10, "hello");
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(g_surface.values[0], 5);
+}
+
+TEST_F(WdkSurface, RtlStringCchLengthAOfNullIsInvalid) {
+  SurfaceCchLengthA(10, nullptr);
+  EXPECT_STATUS_EQ(STATUS_INVALID_PARAMETER, g_surface.status);
+  EXPECT_EQ(g_surface.values[0], 0);
+}
+
+TEST_F(WdkSurface, RtlUnicodeStringPrintfSetsTheLengthAndAddsNoTerminator) {
+  SurfaceUnicodeStringPrintf(20, 12345);
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(g_surface.values[0], 10);
+  EXPECT_EQ(WideUnits(6), u"12345#");
+}
+
+TEST_F(WdkSurface, RtlUnicodeStringPrintfTruncatesToTheMaximumLength) {
+  SurfaceUnicodeStringPrintf(6, 12345);
+  EXPECT_STATUS_EQ(STATUS_BUFFER_OVERFLOW, g_surface.status);
+  EXPECT_EQ(g_surface.values[0], 6);
+  EXPECT_EQ(WideUnits(4), u"123#");
+}
+
+TEST_F(WdkSurface, RtlUnicodeStringPrintfRefusesAnOddMaximumLength) {
+  SurfaceUnicodeStringPrintfOddMaximum();
+  EXPECT_STATUS_EQ(STATUS_INVALID_PARAMETER, g_surface.status);
+  EXPECT_EQ(g_surface.wide[0], u'#');
+}
+
+TEST_F(WdkSurfaceKernel, ACharacterConversionAboveApcLevelFailsTheRun) {
+  EXPECT_EQ(ViolationOf([] { SurfaceCbPrintfAConvertingAtDispatchLevel(); }), "IRQL");
+}
+
+TEST_F(WdkSurfaceKernel, FormattingWithoutAConversionWorksAtDispatchLevel) {
+  RunOnNode([] { SurfaceCbPrintfAPlainAtDispatchLevel(); });
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(Text(), "42");
+}
+
+}  // namespace
+}  // namespace ndksim::kernel
