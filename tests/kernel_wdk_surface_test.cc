@@ -2,8 +2,9 @@
 // The WDK surface real kernel consumers use beyond the core services (docs/kernel.md, "WDK
 // surface"), driven by consumer C code (tests/kernel/consumer_wdk_surface.c): annotations and MSVC
 // keywords that compile, ntdef's macros, byte swaps, interlocked forms, pool with priorities and
-// extended parameters, critical and guarded regions, processor and tick queries, wdmsec.h and
-// ntstrsafe.h. Each test checks one behaviour.
+// extended parameters, critical and guarded regions, processor and tick queries, wdmsec.h,
+// ntstrsafe.h, ip2string.h, DbgPrint's formats and work items on the driver object. Each test checks
+// one behaviour.
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -89,6 +90,17 @@ class WdkSurfaceKernel : public WdkSurface {
       return e.what();
     }
     return "";
+  }
+
+  // What `body`'s one DbgPrint line says, after the "[time ps] thread: " prefix.
+  std::string DebugTextOf(const std::function<void()>& body) {
+    RunOnNode(body);
+    EXPECT_EQ(env_.DebugLog().size(), 1u);
+    if (env_.DebugLog().empty()) return "";
+    const std::string& line = env_.DebugLog().back();
+    const std::string prefix = "] test: ";
+    const std::size_t at = line.find(prefix);
+    return at == std::string::npos ? line : line.substr(at + prefix.size());
   }
 
   Fabric fabric_{FabricConfig{.seed = 5, .profile = profiles::kFunctional}};
@@ -692,6 +704,246 @@ TEST_F(WdkSurfaceKernel, FormattingWithoutAConversionWorksAtDispatchLevel) {
   RunOnNode([] { SurfaceCbPrintfAPlainAtDispatchLevel(); });
   EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
   EXPECT_EQ(Text(), "42");
+}
+
+// ---- ip2string.h ----
+
+// The address as IN_ADDR stores it: network order, as inet_addr gives it.
+std::int64_t Stored(const char* dotted) { return static_cast<std::int64_t>(inet_addr(dotted)); }
+
+TEST_F(WdkSurface, Ipv4StringToAddressStrictStoresFourDecimalPartsInNetworkOrder) {
+  SurfaceIpv4StringToAddressA("192.0.2.1", 1);
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(g_surface.values[0], Stored("192.0.2.1"));
+  EXPECT_EQ(g_surface.values[1], 9);
+}
+
+TEST_F(WdkSurface, Ipv4StringToAddressConvertsThePrefixAndPointsAtTheTerminator) {
+  SurfaceIpv4StringToAddressA("192.0.2.1:80", 1);
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(g_surface.values[0], Stored("192.0.2.1"));
+  EXPECT_EQ(g_surface.values[1], 9);
+}
+
+TEST_F(WdkSurface, Ipv4StringToAddressStrictRefusesFewerThanFourParts) {
+  SurfaceIpv4StringToAddressA("10.1", 1);
+  EXPECT_STATUS_EQ(STATUS_INVALID_PARAMETER, g_surface.status);
+}
+
+TEST_F(WdkSurface, Ipv4StringToAddressStrictRefusesHexadecimal) {
+  SurfaceIpv4StringToAddressA("0x7f.0.0.1", 1);
+  EXPECT_STATUS_EQ(STATUS_INVALID_PARAMETER, g_surface.status);
+}
+
+TEST_F(WdkSurface, Ipv4StringToAddressStrictRefusesALeadingZero) {
+  SurfaceIpv4StringToAddressA("010.0.0.1", 1);
+  EXPECT_STATUS_EQ(STATUS_INVALID_PARAMETER, g_surface.status);
+}
+
+TEST_F(WdkSurface, Ipv4StringToAddressRefusesAPartAbove255) {
+  SurfaceIpv4StringToAddressA("192.0.2.256", 1);
+  EXPECT_STATUS_EQ(STATUS_INVALID_PARAMETER, g_surface.status);
+}
+
+TEST_F(WdkSurface, Ipv4StringToAddressRefusesAnEmptyPart) {
+  SurfaceIpv4StringToAddressA("192.0..1", 0);
+  EXPECT_STATUS_EQ(STATUS_INVALID_PARAMETER, g_surface.status);
+}
+
+TEST_F(WdkSurface, Ipv4StringToAddressNonStrictTwoPartsFillsThreeBytesWithTheLast) {
+  SurfaceIpv4StringToAddressA("10.1", 0);
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(g_surface.values[0], Stored("10.0.0.1"));
+}
+
+TEST_F(WdkSurface, Ipv4StringToAddressNonStrictThreePartsFillsTwoBytesWithTheLast) {
+  SurfaceIpv4StringToAddressA("128.10.258", 0);
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(g_surface.values[0], Stored("128.10.1.2"));
+}
+
+TEST_F(WdkSurface, Ipv4StringToAddressNonStrictOnePartIsTheWholeAddress) {
+  SurfaceIpv4StringToAddressA("3221225985", 0);  // 0xC0000201
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(g_surface.values[0], Stored("192.0.2.1"));
+}
+
+TEST_F(WdkSurface, Ipv4StringToAddressNonStrictReadsHexadecimalAndOctal) {
+  SurfaceIpv4StringToAddressA("0x7f.0.0.010", 0);
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(g_surface.values[0], Stored("127.0.0.8"));
+}
+
+TEST_F(WdkSurface, Ipv4StringToAddressNonStrictRefusesALastPartTooWideForTheBytesLeft) {
+  SurfaceIpv4StringToAddressA("10.16777216", 0);  // 2^24 does not fit three bytes
+  EXPECT_STATUS_EQ(STATUS_INVALID_PARAMETER, g_surface.status);
+}
+
+TEST_F(WdkSurface, Ipv4StringToAddressWPointsAtTheTerminator) {
+  SurfaceIpv4StringToAddressW();
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(g_surface.values[0], Stored("192.0.2.1"));
+  EXPECT_EQ(g_surface.values[1], 9);
+}
+
+TEST_F(WdkSurface, Ipv4StringToAddressExWStoresTheAddressAndPortInNetworkOrder) {
+  SurfaceIpv4StringToAddressExW();
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(g_surface.values[0], Stored("10.0.0.2"));
+  EXPECT_EQ(g_surface.values[1], htons(54321));
+}
+
+TEST_F(WdkSurface, Ipv4StringToAddressExWithoutAPortGivesPortZero) {
+  SurfaceIpv4StringToAddressExA("10.0.0.2", 1);
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(g_surface.values[0], Stored("10.0.0.2"));
+  EXPECT_EQ(g_surface.values[1], 0);
+}
+
+TEST_F(WdkSurface, Ipv4StringToAddressExRefusesTextAfterTheAddress) {
+  SurfaceIpv4StringToAddressExA("10.0.0.2/24", 1);
+  EXPECT_STATUS_EQ(STATUS_INVALID_PARAMETER, g_surface.status);
+}
+
+TEST_F(WdkSurface, Ipv4StringToAddressExRefusesAPortAbove65535) {
+  SurfaceIpv4StringToAddressExA("10.0.0.2:65536", 1);
+  EXPECT_STATUS_EQ(STATUS_INVALID_PARAMETER, g_surface.status);
+}
+
+TEST_F(WdkSurface, Ipv4StringToAddressExRefusesAColonWithoutAPort) {
+  SurfaceIpv4StringToAddressExA("10.0.0.2:", 1);
+  EXPECT_STATUS_EQ(STATUS_INVALID_PARAMETER, g_surface.status);
+}
+
+TEST_F(WdkSurface, Ipv4StringToAddressExNonStrictTakesTheShortForms) {
+  SurfaceIpv4StringToAddressExA("127.1:8080", 0);
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(g_surface.values[0], Stored("127.0.0.1"));
+  EXPECT_EQ(g_surface.values[1], htons(8080));
+}
+
+TEST_F(WdkSurface, Ipv4AddressToStringAPrintsDottedDecimalAndReturnsTheEnd) {
+  SurfaceIpv4AddressToStringA(inet_addr("192.0.2.1"));
+  EXPECT_EQ(Text(), "192.0.2.1");
+  EXPECT_EQ(g_surface.values[0], 9);
+}
+
+TEST_F(WdkSurface, Ipv4AddressToStringWPrintsDottedDecimal) {
+  SurfaceIpv4AddressToStringW(inet_addr("10.0.0.255"));
+  EXPECT_EQ(Wide(), u"10.0.0.255");
+  EXPECT_EQ(g_surface.values[0], 10);
+}
+
+TEST_F(WdkSurface, Ipv4AddressToStringExAddsAPortOtherThanZero) {
+  SurfaceIpv4AddressToStringExA(inet_addr("192.0.2.1"), htons(4791), 64);
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(Text(), "192.0.2.1:4791");
+  EXPECT_EQ(g_surface.values[0], 15);  // with the NUL
+}
+
+TEST_F(WdkSurface, Ipv4AddressToStringExWithPortZeroPrintsTheAddressOnly) {
+  SurfaceIpv4AddressToStringExA(inet_addr("192.0.2.1"), 0, 64);
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(Text(), "192.0.2.1");
+  EXPECT_EQ(g_surface.values[0], 10);
+}
+
+TEST_F(WdkSurface, Ipv4AddressToStringExIntoAShortBufferIsInvalidAndGivesTheSizeNeeded) {
+  SurfaceIpv4AddressToStringExA(inet_addr("192.0.2.1"), 0, 9);  // no room for the NUL
+  EXPECT_STATUS_EQ(STATUS_INVALID_PARAMETER, g_surface.status);
+  EXPECT_EQ(g_surface.values[0], 10);
+  EXPECT_EQ(g_surface.text[0], '#');
+}
+
+TEST_F(WdkSurface, Ipv4AddressToStringExWPrintsTheAddressAndPort) {
+  SurfaceIpv4AddressToStringExW(inet_addr("10.0.0.2"), htons(54321), 64);
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(Wide(), u"10.0.0.2:54321");
+  EXPECT_EQ(g_surface.values[0], 15);
+}
+
+// ---- netioapi.h ----
+
+TEST_F(WdkSurface, NdisIfMaxStringSizeSizesAnAliasAsMibIfRow2Does) { EXPECT_EQ(SurfaceAliasBufferCharacters(), 257u); }
+
+// ---- DbgPrint with Windows formats ----
+
+// Regression: DbgPrint handed its format to the host's printf, which reads %ld as 64-bit and
+// printed (LONG)-5 as 4294967291.
+TEST_F(WdkSurfaceKernel, DbgPrintReadsPercentLdAsThirtyTwoBit) {
+  EXPECT_EQ(DebugTextOf([] { SurfaceDbgPrintLong(); }), "-5");
+}
+
+TEST_F(WdkSurfaceKernel, DbgPrintReadsPercentLxAsThirtyTwoBit) {
+  EXPECT_EQ(DebugTextOf([] { SurfaceDbgPrintUnsignedLongHex(); }), "fffffffe");
+}
+
+TEST_F(WdkSurfaceKernel, DbgPrintReadsPercentI64dAsSixtyFourBit) {
+  EXPECT_EQ(DebugTextOf([] { SurfaceDbgPrintI64d(); }), "-5000000000");
+}
+
+TEST_F(WdkSurfaceKernel, DbgPrintReadsPercentI64xAsSixtyFourBit) {
+  EXPECT_EQ(DebugTextOf([] { SurfaceDbgPrintI64x(); }), "123456789abcdef0");
+}
+
+TEST_F(WdkSurfaceKernel, DbgPrintReadsPercentLluAsSixtyFourBit) {
+  EXPECT_EQ(DebugTextOf([] { SurfaceDbgPrintLlu(); }), "18446744073709551615");
+}
+
+TEST_F(WdkSurfaceKernel, DbgPrintPercentZPrintsAnAnsiStringsLengthOnly) {
+  EXPECT_EQ(DebugTextOf([] { SurfaceDbgPrintAnsiString(); }), "[nic0]");
+}
+
+TEST_F(WdkSurfaceKernel, DbgPrintPercentWZPrintsAUnicodeString) {
+  EXPECT_EQ(DebugTextOf([] { SurfaceDbgPrintUnicodeString(); }), "[\\Device\\Ndk]");
+}
+
+TEST_F(WdkSurfaceKernel, DbgPrintPercentWsPrintsAWideString) {
+  EXPECT_EQ(DebugTextOf([] { SurfaceDbgPrintWideString(); }), "[eth0]");
+}
+
+TEST_F(WdkSurfaceKernel, DbgPrintPercentCapitalSPrintsAWideString) {
+  EXPECT_EQ(DebugTextOf([] { SurfaceDbgPrintCapitalS(); }), "[eth1]");
+}
+
+TEST_F(WdkSurfaceKernel, DbgPrintPercentPPrintsSixteenHexDigits) {
+  EXPECT_EQ(DebugTextOf([] { SurfaceDbgPrintPointer(); }), "000000000000ABCD");
+}
+
+TEST_F(WdkSurfaceKernel, DbgPrintExFormatsAsDbgPrint) {
+  EXPECT_EQ(DebugTextOf([] { SurfaceDbgPrintExLong(); }), "-7");
+}
+
+TEST_F(WdkSurfaceKernel, KdPrintFormatsAsDbgPrint) { EXPECT_EQ(DebugTextOf([] { SurfaceKdPrintLong(); }), "-9"); }
+
+TEST_F(WdkSurfaceKernel, VDbgPrintExFormatsItsVaList) {
+  EXPECT_EQ(DebugTextOf([] { SurfaceVDbgPrintExLong(); }), "-11|4000000000");
+}
+
+TEST_F(WdkSurfaceKernel, DbgPrintOfAWideStringAboveApcLevelFailsTheRun) {
+  EXPECT_EQ(ViolationOf([] { SurfaceDbgPrintWideAtDispatchLevel(); }), "IRQL");
+}
+
+// ---- a work item on the driver object ----
+
+// Regression: IoAllocateWorkItem read a driver object as a device object, took its DeviceObject
+// field (NULL: the driver has no device) for the device's DriverObject, and charged the work item
+// to no driver, so pool its routine leaked went unreported at unload.
+TEST_F(WdkSurfaceKernel, AWorkItemOnTheDriverObjectIsChargedToTheDriver) {
+  const std::string leak = LeakAtUnload(&SurfaceDriverObjectWorkItemDriverEntry);
+  EXPECT_NE(leak.find("pool tag 'Work': 1 allocation(s), 32 bytes"), std::string::npos) << leak;
+}
+
+TEST_F(WdkSurfaceKernel, AWorkItemOnTheDriverObjectGetsTheDriverObject) {
+  _DRIVER_OBJECT* driver = env_.LoadDriver(*node_, "surface", &SurfaceDriverObjectWorkItemDriverEntry);
+  env_.Run();
+  EXPECT_EQ(g_surface.pointer, static_cast<void*>(driver));
+}
+
+TEST_F(WdkSurfaceKernel, AWorkItemOnAnObjectThatIsNeitherADriverNorADeviceFailsTheRun) {
+  std::string message;
+  EXPECT_EQ(ViolationOf([] { SurfaceWorkItemOnAnotherObject(); }, &message), "WORK_ITEM");
+  EXPECT_NE(message.find("Type 5"), std::string::npos) << message;
 }
 
 }  // namespace

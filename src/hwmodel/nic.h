@@ -67,7 +67,9 @@ constexpr std::string_view Name(QpErrorCause c) {
 // Counters of one NIC (include/ndksim/counters.h), updated by the block that owns each.
 using NicCounters = ::ndksim::NicCounters;
 
-class Nic {
+// The doorbell inbox is cache-line aligned, so the class's size is a multiple of 64 bytes: up to a
+// line of tail padding is what that alignment costs, not a member order to fix.
+class Nic {  // NOLINT(clang-analyzer-optin.performance.Padding)
  public:
   Nic(NodeId id, const HardwareProfile& profile, EventQueue& events, Host& host, Network& network,
       Tracer& tracer, std::uint64_t seed);

@@ -614,7 +614,7 @@ _DRIVER_OBJECT* Environment::LoadDriver(Node& node, std::string name, DriverEntr
   Driver* driver = d.get();
   driver->name = name;
   driver->node = &node;
-  driver->object.Type = 4;
+  driver->object.Type = IO_TYPE_DRIVER;
   driver->object.Size = sizeof(DRIVER_OBJECT);
   driver->object.DriverInit = reinterpret_cast<PDRIVER_INITIALIZE>(entry);
   const std::string path = "\\Registry\\Machine\\System\\CurrentControlSet\\Services\\" + name;

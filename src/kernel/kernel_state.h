@@ -5,6 +5,7 @@
 // the one current on the calling OS thread.
 #pragma once
 
+#include <cstdarg>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -269,6 +270,11 @@ struct Environment::Impl {
   bool failed = false;
   std::optional<VerifierError> pending_failure;
 };
+
+// DbgPrint's text (strsafe.cc): `format` as the Windows kernel's runtime formats it (ntstrsafe.h's
+// printf), cut to `capacity` characters; it ends before a conversion that runtime does not know.
+// `service` names the caller for the char/WCHAR conversion's IRQL check.
+std::string FormatNarrow(const char* format, va_list args, std::size_t capacity, const char* service);
 
 // The environment current on this OS thread (the one whose services C code reaches); throws
 // std::logic_error if none is.

@@ -325,9 +325,8 @@ ULONG vDbgPrintEx(ULONG ComponentId, ULONG Level, PCCH Format, va_list arglist) 
   (void)ComponentId;
   (void)Level;
   Impl& s = CurrentEnvironment();
-  std::array<char, 1024> text{};
-  std::vsnprintf(text.data(), text.size(), Format, arglist);
-  std::string line(text.data());
+  constexpr std::size_t kMaxLine = 1023;
+  std::string line = ndksim::kernel::FormatNarrow(Format, arglist, kMaxLine, "DbgPrint");
   while (!line.empty() && line.back() == '\n') line.pop_back();
   line = fmt::format("[{} ps] {}: {}", s.fabric.Now().time_since_epoch().count(), s.CurrentName(), line);
   if (s.config.echo_debug_print) std::fprintf(stderr, "%s\n", line.c_str());
@@ -994,7 +993,7 @@ static NTSTATUS CreateDevice(Impl& s, PDRIVER_OBJECT DriverObject, ULONG DeviceE
   auto* device = static_cast<PDEVICE_OBJECT>(
       s.Allocate(sizeof(DEVICE_OBJECT) + DeviceExtensionSize, 0, true, false, at, BlockKind::kDevice));
   if (device == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
-  device->Type = 3;
+  device->Type = IO_TYPE_DEVICE;
   device->Size = static_cast<USHORT>(sizeof(DEVICE_OBJECT) + DeviceExtensionSize);
   device->DriverObject = DriverObject;
   device->DeviceType = DeviceType;
@@ -1058,19 +1057,45 @@ VOID IoDeleteDevice(PDEVICE_OBJECT DeviceObject) {
   s.Free(DeviceObject, std::nullopt, at, "IoDeleteDevice");
 }
 
+// The driver an IoAllocateWorkItem object belongs to: the WDK takes "the caller's driver object or
+// one of the caller's device objects" through the same PDEVICE_OBJECT, and both objects begin with
+// their Type. For a driver object the environment did not load (one a test made), the caller's.
+static bool OwnerOfIoObject(Impl& s, PDEVICE_OBJECT object, Driver** owner) {
+  PDRIVER_OBJECT driver_object = nullptr;
+  switch (object->Type) {
+    case IO_TYPE_DEVICE: driver_object = object->DriverObject; break;
+    case IO_TYPE_DRIVER: driver_object = reinterpret_cast<PDRIVER_OBJECT>(object); break;
+    default: return false;
+  }
+  *owner = s.Current().driver;
+  for (const auto& d : s.drivers) {
+    if (&d->object == driver_object) *owner = d.get();
+  }
+  return true;
+}
+
 PIO_WORKITEM IoAllocateWorkItem(PDEVICE_OBJECT DeviceObject) {
   Impl& s = CurrentEnvironment();
   const Site at = s.TakeSite();
   s.RequireIrqlAtMost(DISPATCH_LEVEL, "IoAllocateWorkItem", at);
   if (DeviceObject == nullptr) {
-    s.Fail("WORK_ITEM", "IoAllocateWorkItem without a device object", at);
+    s.Fail("WORK_ITEM", "IoAllocateWorkItem without a driver or device object", at);
+    return nullptr;
+  }
+  Driver* owner = nullptr;
+  if (!OwnerOfIoObject(s, DeviceObject, &owner)) {
+    s.Fail("WORK_ITEM",
+           fmt::format("IoAllocateWorkItem of an object of Type {} (neither a driver object, {}, nor a device "
+                       "object, {})",
+                       DeviceObject->Type, IO_TYPE_DRIVER, IO_TYPE_DEVICE),
+           at);
     return nullptr;
   }
   void* memory = s.Allocate(sizeof(IoWorkItemRecord), 0, true, false, at, BlockKind::kWorkItem);
   if (memory == nullptr) return nullptr;
   auto* item = new (memory) IoWorkItemRecord{};
   item->device = DeviceObject;
-  item->driver = s.Current().driver;
+  item->driver = owner;
   return reinterpret_cast<PIO_WORKITEM>(item);
 }
 
@@ -1100,7 +1125,7 @@ static void QueueIoWorkItem(Impl& s, PIO_WORKITEM IoWorkItem, PIO_WORKITEM_ROUTI
   w.routine = routine;
   w.routine_ex = routine_ex;
   w.context = Context;
-  w.driver = item->device->DriverObject != nullptr ? item->driver : nullptr;
+  w.driver = item->driver;
   w.machine = s.Current().machine;
   s.QueueWork(w);
 }

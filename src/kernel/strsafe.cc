@@ -522,6 +522,21 @@ NTSTATUS UnicodeStringVPrintf(PUNICODE_STRING string, const WCHAR* format, va_li
 
 }  // namespace
 
+namespace ndksim::kernel {
+
+std::string FormatNarrow(const char* format, va_list args, std::size_t capacity, const char* service) {
+  std::string text(capacity, '\0');
+  Sink<char> out{text.data(), capacity};
+  VaArgs arguments(args);
+  Formatter<char, VaArgs> formatter(out, arguments);
+  (void)formatter.Run(format);  // false: the text so far, as the runtime stops there
+  if (formatter.converted) CheckConversionIrql(service);
+  text.resize(std::min(out.length, capacity));
+  return text;
+}
+
+}  // namespace ndksim::kernel
+
 extern "C" {
 
 // ---- printf ----

@@ -2,10 +2,13 @@
 /* Windows kernel-style C written the way real NDK and WSK consumers and the WDK samples write it:
  * SAL and concurrency annotations, MSVC keywords and pragmas, ntdef's macros, byte swaps, the
  * interlocked intrinsics, pool with priorities and extended parameters, critical regions, processor
- * queries, ntstrsafe.h and wdmsec.h. Compiled as consumer code (ndksim::kernel: -fshort-wchar, and
+ * queries, ntstrsafe.h, wdmsec.h, ip2string.h, DbgPrint's formats and work items on the driver object.
+ * Compiled as consumer code (ndksim::kernel: -fshort-wchar, and
  * an undeclared service is an error); tests/kernel_wdk_surface_test.cc runs each function and checks
  * what it saw. */
 #include <ntddk.h>
+#include <ip2string.h>
+#include <netioapi.h>
 #include <ntstrsafe.h>
 #include <wdmsec.h>
 
@@ -636,6 +639,189 @@ void SurfaceCbPrintfAPlainAtDispatchLevel(void) {
     KeRaiseIrql(DISPATCH_LEVEL, &old);
     g_surface.status = RtlStringCbPrintfA(g_surface.text, sizeof(g_surface.text), "%d", 42);
     KeLowerIrql(old);
+}
+
+
+/* ---- ip2string.h -------------------------------------------------------------------------------- */
+
+void SurfaceIpv4StringToAddressA(const char *text, int strict) {
+    struct in_addr address;
+    PCSTR terminator = NULL;
+    address.s_addr = 0xEEEEEEEEu;
+    g_surface.status = RtlIpv4StringToAddressA(text, strict ? TRUE : FALSE, &terminator, &address);
+    g_surface.values[0] = address.s_addr;
+    g_surface.values[1] = terminator != NULL ? terminator - text : -1;
+}
+
+void SurfaceIpv4StringToAddressW(void) {
+    static const WCHAR text[] = L"192.0.2.1/24";
+    IN_ADDR address;
+    PCWSTR terminator = NULL;
+    g_surface.status = RtlIpv4StringToAddressW(text, TRUE, &terminator, &address);
+    g_surface.values[0] = address.s_addr;
+    g_surface.values[1] = terminator != NULL ? terminator - text : -1;
+}
+
+void SurfaceIpv4StringToAddressExA(const char *text, int strict) {
+    IN_ADDR address;
+    USHORT port = 0xEEEE;
+    address.s_addr = 0xEEEEEEEEu;
+    g_surface.status = RtlIpv4StringToAddressExA(text, strict ? TRUE : FALSE, &address, &port);
+    g_surface.values[0] = address.s_addr;
+    g_surface.values[1] = port;
+}
+
+void SurfaceIpv4StringToAddressExW(void) {
+    SOCKADDR_IN remote;
+    RtlZeroMemory(&remote, sizeof(remote));
+    remote.sin_family = AF_INET;
+    g_surface.status = RtlIpv4StringToAddressExW(L"10.0.0.2:54321", TRUE, &remote.sin_addr, &remote.sin_port);
+    g_surface.values[0] = remote.sin_addr.s_addr;
+    g_surface.values[1] = remote.sin_port;
+}
+
+void SurfaceIpv4AddressToStringA(uint32_t network_address) {
+    IN_ADDR address;
+    PSTR end;
+    FillText();
+    address.s_addr = network_address;
+    end = RtlIpv4AddressToStringA(&address, g_surface.text);
+    g_surface.values[0] = end - g_surface.text;
+}
+
+void SurfaceIpv4AddressToStringW(uint32_t network_address) {
+    IN_ADDR address;
+    PWSTR end;
+    FillText();
+    address.s_addr = network_address;
+    end = RtlIpv4AddressToStringW(&address, g_surface.wide);
+    g_surface.values[0] = end - g_surface.wide;
+}
+
+void SurfaceIpv4AddressToStringExA(uint32_t network_address, uint16_t network_port, uint32_t length) {
+    IN_ADDR address;
+    ULONG size = length;
+    FillText();
+    address.s_addr = network_address;
+    g_surface.status = RtlIpv4AddressToStringExA(&address, network_port, g_surface.text, &size);
+    g_surface.values[0] = size;
+}
+
+void SurfaceIpv4AddressToStringExW(uint32_t network_address, uint16_t network_port, uint32_t length) {
+    IN_ADDR address;
+    ULONG size = length;
+    FillText();
+    address.s_addr = network_address;
+    g_surface.status = RtlIpv4AddressToStringExW(&address, network_port, g_surface.wide, &size);
+    g_surface.values[0] = size;
+}
+
+/* ---- netioapi.h -------------------------------------------------------------------------------- */
+
+/* The buffer a consumer sizes for an interface alias: the row's own alias field. */
+size_t SurfaceAliasBufferCharacters(void) {
+    WCHAR alias[NDIS_IF_MAX_STRING_SIZE + 1];
+    MIB_IF_ROW2 row;
+    (void)row;
+    return sizeof(alias) == sizeof(row.Alias) ? sizeof(alias) / sizeof(alias[0]) : 0;
+}
+
+/* ---- DbgPrint with Windows formats -------------------------------------------------------------- */
+
+void SurfaceDbgPrintLong(void) { DbgPrint("%ld", (LONG)-5); }
+
+void SurfaceDbgPrintUnsignedLongHex(void) { DbgPrint("%lx", (ULONG)0xFFFFFFFEu); }
+
+void SurfaceDbgPrintI64d(void) { DbgPrint("%I64d", (LONG64)-5000000000LL); }
+
+void SurfaceDbgPrintI64x(void) { DbgPrint("%I64x", (ULONG64)0x123456789ABCDEF0ULL); }
+
+void SurfaceDbgPrintLlu(void) { DbgPrint("%llu", (ULONGLONG)18446744073709551615ULL); }
+
+void SurfaceDbgPrintAnsiString(void) {
+    static CHAR text[] = {'n', 'i', 'c', '0', 'X'};
+    ANSI_STRING string;
+    string.Buffer = text;
+    string.Length = 4; /* no terminator: the X is not part of it */
+    string.MaximumLength = sizeof(text);
+    DbgPrint("[%Z]", &string);
+}
+
+void SurfaceDbgPrintUnicodeString(void) {
+    UNICODE_STRING string;
+    RtlInitUnicodeString(&string, L"\\Device\\Ndk");
+    DbgPrint("[%wZ]", &string);
+}
+
+void SurfaceDbgPrintWideString(void) { DbgPrint("[%ws]", L"eth0"); }
+
+void SurfaceDbgPrintCapitalS(void) { DbgPrint("[%S]", L"eth1"); }
+
+void SurfaceDbgPrintPointer(void) { DbgPrint("%p", (PVOID)(ULONG_PTR)0xABCD); }
+
+void SurfaceDbgPrintExLong(void) { DbgPrintEx(DPFLTR_IHVNETWORK_ID, DPFLTR_ERROR_LEVEL, "%ld", (LONG)-7); }
+
+void SurfaceKdPrintLong(void) { KdPrint(("%ld", (LONG)-9)); }
+
+static ULONG DebugPrintThroughAVaList(PCSTR Format, ...) {
+    va_list args;
+    ULONG status;
+    va_start(args, Format);
+    status = vDbgPrintEx(DPFLTR_IHVNETWORK_ID, DPFLTR_ERROR_LEVEL, Format, args);
+    va_end(args);
+    return status;
+}
+
+void SurfaceVDbgPrintExLong(void) { (void)DebugPrintThroughAVaList("%ld|%lu", (LONG)-11, (ULONG)4000000000u); }
+
+void SurfaceDbgPrintWideAtDispatchLevel(void) {
+    KIRQL old;
+    KeRaiseIrql(DISPATCH_LEVEL, &old);
+    DbgPrint("%ws", L"x"); /* the violation */
+    KeLowerIrql(old);
+}
+
+/* ---- a work item on the driver object ----------------------------------------------------------- */
+
+#define TAG_WORK 'kroW' /* "Work" */
+
+static IO_WORKITEM_ROUTINE_EX DriverWorkRoutine;
+static DRIVER_UNLOAD DriverWorkUnload;
+static PIO_WORKITEM g_driver_work;
+static KEVENT g_driver_work_done;
+
+/* It leaves pool behind: pool a work item allocates is its driver's, so the unload's leak check
+ * counts it. */
+static VOID DriverWorkRoutine(PVOID IoObject, PVOID Context, PIO_WORKITEM IoWorkItem) {
+    UNREFERENCED_PARAMETER(Context);
+    UNREFERENCED_PARAMETER(IoWorkItem);
+    g_surface.pointer = IoObject;
+    (void)ExAllocatePoolWithTag(NonPagedPoolNx, 32, TAG_WORK);
+    KeSetEvent(&g_driver_work_done, IO_NO_INCREMENT, FALSE);
+}
+
+static VOID DriverWorkUnload(PDRIVER_OBJECT Driver) {
+    UNREFERENCED_PARAMETER(Driver);
+    KeWaitForSingleObject(&g_driver_work_done, Executive, KernelMode, FALSE, NULL);
+    IoFreeWorkItem(g_driver_work);
+}
+
+/* As a driver with no device object does it: the driver object, cast, is the work item's owner. */
+NTSTATUS SurfaceDriverObjectWorkItemDriverEntry(PDRIVER_OBJECT Driver, PUNICODE_STRING RegistryPath) {
+    UNREFERENCED_PARAMETER(RegistryPath);
+    Driver->DriverUnload = DriverWorkUnload;
+    KeInitializeEvent(&g_driver_work_done, NotificationEvent, FALSE);
+    g_driver_work = IoAllocateWorkItem((PDEVICE_OBJECT)Driver);
+    if (g_driver_work == NULL) return STATUS_INSUFFICIENT_RESOURCES;
+    IoQueueWorkItemEx(g_driver_work, DriverWorkRoutine, DelayedWorkQueue, NULL);
+    return STATUS_SUCCESS;
+}
+
+void SurfaceWorkItemOnAnotherObject(void) {
+    DEVICE_OBJECT object;
+    RtlZeroMemory(&object, sizeof(object));
+    object.Type = 5; /* IO_TYPE_FILE */
+    g_surface.pointer = IoAllocateWorkItem(&object); /* the violation */
 }
 
 #pragma warning(pop)

@@ -127,6 +127,44 @@ void SurfaceUnicodeStringPrintfOddMaximum(void);
 void SurfaceCbPrintfAConvertingAtDispatchLevel(void);                 /* "%ws" at DISPATCH_LEVEL */
 void SurfaceCbPrintfAPlainAtDispatchLevel(void);                      /* "%d" at DISPATCH_LEVEL */
 
+/* ---- ip2string.h: status, values[0] the address as stored (network order), values[1] the
+ * terminator's offset (-1 if none) or the port as stored ---- */
+void SurfaceIpv4StringToAddressA(const char *text, int strict);
+void SurfaceIpv4StringToAddressW(void);   /* L"192.0.2.1/24", strict */
+void SurfaceIpv4StringToAddressExA(const char *text, int strict);
+void SurfaceIpv4StringToAddressExW(void); /* L"10.0.0.2:54321", strict, into a SOCKADDR_IN */
+/* Into text (A) or wide (W), filled with '#' first; values[0] the returned end's offset (plain
+ * forms) or the length out (Ex forms, `length` in). */
+void SurfaceIpv4AddressToStringA(uint32_t network_address);
+void SurfaceIpv4AddressToStringW(uint32_t network_address);
+void SurfaceIpv4AddressToStringExA(uint32_t network_address, uint16_t network_port, uint32_t length);
+void SurfaceIpv4AddressToStringExW(uint32_t network_address, uint16_t network_port, uint32_t length);
+
+/* ---- netioapi.h ---- */
+size_t SurfaceAliasBufferCharacters(void); /* NDIS_IF_MAX_STRING_SIZE + 1, if MIB_IF_ROW2's Alias is as big */
+
+/* ---- DbgPrint with Windows formats (on a kernel thread; Environment::DebugLog has the line) ---- */
+void SurfaceDbgPrintLong(void);              /* "%ld" of (LONG)-5 */
+void SurfaceDbgPrintUnsignedLongHex(void);   /* "%lx" of (ULONG)0xFFFFFFFE */
+void SurfaceDbgPrintI64d(void);              /* "%I64d" of -5000000000 */
+void SurfaceDbgPrintI64x(void);              /* "%I64x" of 0x123456789ABCDEF0 */
+void SurfaceDbgPrintLlu(void);               /* "%llu" of 2^64 - 1 */
+void SurfaceDbgPrintAnsiString(void);        /* "[%Z]" of 4 characters "nic0", no terminator */
+void SurfaceDbgPrintUnicodeString(void);     /* "[%wZ]" of L"\\Device\\Ndk" */
+void SurfaceDbgPrintWideString(void);        /* "[%ws]" of L"eth0" */
+void SurfaceDbgPrintCapitalS(void);          /* "[%S]" of L"eth1" */
+void SurfaceDbgPrintPointer(void);           /* "%p" of 0xABCD */
+void SurfaceDbgPrintExLong(void);            /* DbgPrintEx "%ld" of (LONG)-7 */
+void SurfaceKdPrintLong(void);               /* KdPrint "%ld" of (LONG)-9 */
+void SurfaceVDbgPrintExLong(void);           /* vDbgPrintEx "%ld|%lu" of -11, 4000000000 */
+void SurfaceDbgPrintWideAtDispatchLevel(void); /* "%ws" at DISPATCH_LEVEL */
+
+/* ---- a work item on the driver object ---- */
+/* Allocates an IO_WORKITEM on its DRIVER_OBJECT and queues it (IoQueueWorkItemEx); the routine puts
+ * its IoObject in `pointer` and leaves 32 bytes of pool tagged "Work"; the unload waits for it. */
+int32_t SurfaceDriverObjectWorkItemDriverEntry(struct _DRIVER_OBJECT *driver, struct _UNICODE_STRING *registry_path);
+void SurfaceWorkItemOnAnotherObject(void); /* an object whose Type is IO_TYPE_FILE */
+
 #ifdef __cplusplus
 }
 #endif

@@ -31,6 +31,7 @@ typedef ULONG SCOPE_ID;
 #define IF_TYPE_ETHERNET_CSMACD 6
 #define IF_TYPE_SOFTWARE_LOOPBACK 24
 #define IF_MAX_STRING_SIZE 256
+#define NDIS_IF_MAX_STRING_SIZE IF_MAX_STRING_SIZE /* an alias or description, without its NUL */
 #define IF_MAX_PHYS_ADDRESS_LENGTH 32
 
 typedef enum _IF_OPER_STATUS { IfOperStatusUp = 1, IfOperStatusDown, IfOperStatusTesting, IfOperStatusUnknown,

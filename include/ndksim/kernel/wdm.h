@@ -418,10 +418,12 @@ BOOLEAN RtlEqualUnicodeString(PCUNICODE_STRING String1, PCUNICODE_STRING String2
 #define DPFLTR_IHVDRIVER_ID 77
 #define DPFLTR_IHVNETWORK_ID 80
 #define DPFLTR_DEFAULT_ID 101
-/* Both go to the environment's debug log (Environment::DebugLog), prefixed with the simulated time
- * and the kernel thread; printf formats (%wZ and %ws are not supported). */
-ULONG DbgPrint(PCSTR Format, ...) __attribute__((format(printf, 1, 2)));
-ULONG DbgPrintEx(ULONG ComponentId, ULONG Level, PCSTR Format, ...) __attribute__((format(printf, 3, 4)));
+/* All three go to the environment's debug log (Environment::DebugLog), prefixed with the simulated
+ * time and the kernel thread, formatted as the Windows kernel's runtime formats them (ntstrsafe.h's
+ * printf: %ld is 32-bit, %I64d and %lld 64-bit, %Z/%wZ counted strings, %ws/%S wide strings). Not
+ * declared with GCC's printf format attribute: its LP64 rules would flag correct Windows formats. */
+ULONG DbgPrint(PCSTR Format, ...);
+ULONG DbgPrintEx(ULONG ComponentId, ULONG Level, PCSTR Format, ...);
 ULONG vDbgPrintEx(ULONG ComponentId, ULONG Level, PCCH Format, va_list arglist);
 #define KdPrint(args) DbgPrint args
 #define KdPrintEx(args) DbgPrintEx args
@@ -836,6 +838,10 @@ typedef NTSTATUS DRIVER_DISPATCH(struct _DEVICE_OBJECT *DeviceObject, struct _IR
 typedef DRIVER_DISPATCH *PDRIVER_DISPATCH;
 #define IRP_MJ_MAXIMUM_FUNCTION 0x1b
 
+/* The Type both objects start with, as the kernel sets it. */
+#define IO_TYPE_DEVICE 0x00000003
+#define IO_TYPE_DRIVER 0x00000004
+
 /* The fields drivers read by name; the layout is not the kernel's. */
 typedef struct _DRIVER_OBJECT {
     CSHORT Type;
@@ -902,7 +908,10 @@ typedef IO_WORKITEM_ROUTINE *PIO_WORKITEM_ROUTINE;
 typedef VOID IO_WORKITEM_ROUTINE_EX(PVOID IoObject, PVOID Context, PIO_WORKITEM IoWorkItem);
 typedef IO_WORKITEM_ROUTINE_EX *PIO_WORKITEM_ROUTINE_EX;
 /* Work items run at PASSIVE_LEVEL on the environment's system worker threads (kernel threads of
- * their own, created as needed); which queued item a free worker takes next is the scheduler's. */
+ * their own, created as needed); which queued item a free worker takes next is the scheduler's.
+ * IoAllocateWorkItem takes the caller's driver object (cast) or one of its device objects, told
+ * apart by Type; the item, and what its routine does, is charged to that driver. The routine gets
+ * the same object back. */
 PIO_WORKITEM IoAllocateWorkItem(PDEVICE_OBJECT DeviceObject);
 VOID IoFreeWorkItem(PIO_WORKITEM IoWorkItem);
 VOID IoQueueWorkItem(PIO_WORKITEM IoWorkItem, PIO_WORKITEM_ROUTINE WorkerRoutine, WORK_QUEUE_TYPE QueueType,
