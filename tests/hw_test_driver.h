@@ -79,7 +79,7 @@ struct RawQp {
     WqeRemote rem{raddr, rkey, 0};
     std::memcpy(w, &ctl, sizeof ctl);
     std::memcpy(w + 16, &rem, sizeof rem);
-    std::memcpy(w + 32, sges.data(), sges.size() * sizeof(WqeDataSegment));
+    if (!sges.empty()) std::memcpy(w + 32, sges.data(), sges.size() * sizeof(WqeDataSegment));  // none: data() may be null
     ++sq_posted;
     sq.ProducerPublish(kStride);
     if (!defer) Ring();
