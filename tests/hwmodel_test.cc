@@ -622,56 +622,60 @@ TEST(DataPath, LocalProtectionErrorTerminatesThePeer) {
   EXPECT_GE(rig.interrupts_b, 1);  // connection-abort event
 }
 
+// A rig on the default profile with a remotely readable and writable buffer on b, for requests
+// from a that fail a local check behind earlier ones still in flight.
+struct InOrderErrorRig {
+  TwoNodeRig rig{profiles::kConnectX100GbeRoce};
+  std::vector<std::uint8_t> dst = std::vector<std::uint8_t>(64);
+  std::vector<std::uint8_t> sink = std::vector<std::uint8_t>(64);
+  MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, dst.data(), dst.size(),
+                                access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead);
+  // A signaled 8-B read into a sink whose local token does not exist: a local protection error.
+  void PostReadWithBadSink() {
+    rig.qp_a->Post(WqeOpcode::kRead, {Sge(sink.data(), 8, MemoryKey{0x12345})}, reinterpret_cast<std::uint64_t>(dst.data()),
+                   rkey.value);
+  }
+  void ExpectCqe(std::uint32_t wqe, CompletionSyndrome syndrome) {
+    Cqe cqe;
+    ASSERT_TRUE(rig.cq_a->Poll(&cqe));
+    EXPECT_EQ(cqe.wqe_counter, wqe);
+    EXPECT_EQ(cqe.syndrome, syndrome);
+  }
+};
+
 // Regression: a request that failed a local check when the requester came to execute it put the
 // QP in error at once, so an earlier request still waiting for its acknowledgement was flushed
 // (STATUS_CANCELLED) and completed before it with the later one's error behind it. Requests
 // complete in posting order with their own status: the earlier write succeeds, then the read
 // reports its error, then the QP fails.
 TEST(InOrderErrors, AnEarlierRequestInFlightCompletesWithItsOwnStatusBeforeALaterLocalError) {
-  TwoNodeRig rig(profiles::kConnectX100GbeRoce);
-  std::vector<std::uint8_t> src(64), dst(64), sink(64);
-  const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, src.data(), src.size(), access::kLocalWrite);
-  const MemoryKey rkey =
-      rig.Register(*rig.b, rig.pd_b, dst.data(), dst.size(), access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead);
+  InOrderErrorRig f;
+  std::vector<std::uint8_t> src(64);
+  const MemoryKey lkey = f.rig.Register(*f.rig.a, f.rig.pd_a, src.data(), src.size(), access::kLocalWrite);
   src[7] = 42;
-  rig.qp_a->Post(WqeOpcode::kWrite, {Sge(src.data(), 8, lkey)}, reinterpret_cast<std::uint64_t>(dst.data()), rkey.value,
-                 wqe_flag::kSignaled, /*defer=*/true);
-  rig.qp_a->Post(WqeOpcode::kRead, {Sge(sink.data(), 8, MemoryKey{0x12345})}, reinterpret_cast<std::uint64_t>(dst.data()),
-                 rkey.value);
-  rig.Run();
-  Cqe cqe;
-  ASSERT_TRUE(rig.cq_a->Poll(&cqe));
-  EXPECT_EQ(cqe.wqe_counter, 0u);
-  EXPECT_EQ(cqe.syndrome, CompletionSyndrome::kSuccess);
-  ASSERT_TRUE(rig.cq_a->Poll(&cqe));
-  EXPECT_EQ(cqe.wqe_counter, 1u);
-  EXPECT_EQ(cqe.syndrome, CompletionSyndrome::kLocalProtectionError);
-  EXPECT_EQ(dst[7], 42);
-  EXPECT_EQ(rig.a->QueryQpState(rig.qp_a->qpn), QpState::kError);
+  f.rig.qp_a->Post(WqeOpcode::kWrite, {Sge(src.data(), 8, lkey)}, reinterpret_cast<std::uint64_t>(f.dst.data()),
+                   f.rkey.value, wqe_flag::kSignaled, /*defer=*/true);
+  f.PostReadWithBadSink();
+  f.rig.Run();
+  f.ExpectCqe(0, CompletionSyndrome::kSuccess);
+  f.ExpectCqe(1, CompletionSyndrome::kLocalProtectionError);
+  EXPECT_EQ(f.dst[7], 42);
+  EXPECT_EQ(f.rig.a->QueryQpState(f.rig.qp_a->qpn), QpState::kError);
 }
 
 // The same with the earlier request unsignaled (a zero-length read with silent success): it
 // writes no CQE, and the only one is the later request's error.
 TEST(InOrderErrors, AnEarlierSilentRequestInFlightIsNotCancelledByALaterLocalError) {
-  TwoNodeRig rig(profiles::kConnectX100GbeRoce);
-  std::vector<std::uint8_t> dst(64), sink(64);
-  const MemoryKey rkey =
-      rig.Register(*rig.b, rig.pd_b, dst.data(), dst.size(), access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead);
-  rig.qp_a->Post(WqeOpcode::kRead, {}, reinterpret_cast<std::uint64_t>(dst.data()), rkey.value, /*flags=*/0,
-                 /*defer=*/true);
-  rig.qp_a->Post(WqeOpcode::kRead, {Sge(sink.data(), 8, MemoryKey{0x12345})}, reinterpret_cast<std::uint64_t>(dst.data()),
-                 rkey.value);
-  rig.qp_a->Post(WqeOpcode::kRead, {Sge(sink.data(), 8, MemoryKey{0x12345})}, reinterpret_cast<std::uint64_t>(dst.data()),
-                 rkey.value);
-  rig.Run();
+  InOrderErrorRig f;
+  f.rig.qp_a->Post(WqeOpcode::kRead, {}, reinterpret_cast<std::uint64_t>(f.dst.data()), f.rkey.value, /*flags=*/0,
+                   /*defer=*/true);
+  f.PostReadWithBadSink();
+  f.PostReadWithBadSink();
+  f.rig.Run();
+  f.ExpectCqe(1, CompletionSyndrome::kLocalProtectionError);
+  f.ExpectCqe(2, CompletionSyndrome::kFlushed);
   Cqe cqe;
-  ASSERT_TRUE(rig.cq_a->Poll(&cqe));
-  EXPECT_EQ(cqe.wqe_counter, 1u);
-  EXPECT_EQ(cqe.syndrome, CompletionSyndrome::kLocalProtectionError);
-  ASSERT_TRUE(rig.cq_a->Poll(&cqe));
-  EXPECT_EQ(cqe.wqe_counter, 2u);
-  EXPECT_EQ(cqe.syndrome, CompletionSyndrome::kFlushed);
-  EXPECT_FALSE(rig.cq_a->Poll(&cqe));
+  EXPECT_FALSE(f.rig.cq_a->Poll(&cqe));
 }
 
 TEST(DataPath, ReceiverNotReadyIsRetriedUntilAReceiveArrives) {

@@ -192,15 +192,15 @@ struct ResponderState {
   std::uint64_t write_address = 0;
   std::uint32_t write_key = 0;
   std::uint64_t write_remaining = 0;
-  std::uint32_t reads_in_progress = 0;  // accepted and not fully answered (IRD)
   TimePoint placement_ready{};  // placements of this QP may not start before this (WQE fetch)
   // Read responses: reads in a ring addressed modulo kInboundReadSlots, in PSN order, from the
   // moment they are accepted (head: the oldest not fully sent; read_cursor/read_packet: the next
   // response whose data to read), and the responses whose data is being read, addressed modulo
-  // kStagedPackets, sent in order. reads_in_progress counts the reads in the ring; those that are
-  // not replays hold the QP's IRD resources.
+  // kStagedPackets, sent in order. Every read in the ring is accepted and not fully answered;
+  // those that are not replays hold the QP's IRD resources.
   std::array<InboundRead, kInboundReadSlots> reads{};
   std::uint32_t replays = 0;  // reads in the ring that are replays
+  std::uint32_t ReadsInProgress() const { return reads_tail - reads_head; }
   // The processing unit sets up one read of the QP at a time: reads before setup_next have been
   // given to it; while setup_pending, the last of them is still being set up (its OnReadSetUp
   // event carries setup_generation, which a drop of that read moves on).

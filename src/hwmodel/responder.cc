@@ -174,7 +174,7 @@ ResponderCheck Responder::CheckReadLimit(const QpContext& qp, bool duplicate) co
   // A replay repeats a read the requester counts already (its original may have been answered
   // while the duplicate was on its way), so it takes no IRD resource. More new reads in progress
   // than negotiated is a protocol violation by the requester.
-  if (duplicate || r.reads_in_progress - r.replays < qp.inbound_read_limit) return ResponderCheck::kAccept;
+  if (duplicate || r.ReadsInProgress() - r.replays < qp.inbound_read_limit) return ResponderCheck::kAccept;
   return ResponderCheck::kTooManyReads;
 }
 
@@ -488,7 +488,6 @@ void Responder::OnReadRequest(QpContext& qp, std::uint32_t packet_id, bool dupli
   // processing unit sets it up in its turn, then its responses are read and sent in order.
   // CheckReadLimit bounds the reads queued here.
   NDKSIM_CHECK(r.reads_tail - r.reads_head < kInboundReadSlots);
-  ++r.reads_in_progress;
   if (duplicate) ++r.replays;
   InboundRead& read = r.reads[r.reads_tail++ % kInboundReadSlots];
   read = InboundRead{address, key, length, psn, count, TimePoint::max(), duplicate};
@@ -526,7 +525,6 @@ void Responder::DropReadsFrom(QpContext& qp, Psn psn) {
   for (std::uint32_t i = from; i != r.reads_tail; ++i) {
     if (r.reads[i % kInboundReadSlots].replay) --r.replays;
   }
-  r.reads_in_progress -= r.reads_tail - from;
   if (r.read_cursor - r.reads_head >= from - r.reads_head) {
     r.read_cursor = from;
     r.read_packet = 0;
@@ -636,12 +634,11 @@ bool Responder::SendResponses(QpContext& qp) {
     const InboundRead& read = r.reads[s.read % kInboundReadSlots];
     if (s.index + 1 == read.count) {
       ++r.reads_head;  // the slot is reused only by a later read, after this call
-      --r.reads_in_progress;
       if (read.replay) --r.replays;
     }
     if (!SendReadResponse(qp, read, s.index, s.bytes)) return true;
     progress = true;
-    if (r.nak_pending && r.reads_in_progress == 0) {
+    if (r.nak_pending && r.ReadsInProgress() == 0) {
       FailNow(qp, r.nak_psn, r.nak_syndrome);  // every earlier read is answered: the NAK's turn
       return true;
     }
@@ -736,13 +733,13 @@ void Responder::FailReceive(QpContext& qp, Psn psn, CompletionSyndrome receive, 
 
 void Responder::Fail(QpContext& qp, Psn psn, AckSyndrome syndrome) {
   ResponderState& r = qp.responder;
-  if (r.reads_in_progress == 0) {
+  if (r.ReadsInProgress() == 0) {
     FailNow(qp, psn, syndrome);
     return;
   }
   if (r.nak_pending) return;  // nothing after the first refused request counts
   NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Responder, "qp {} psn {} refused, NAK after {} read(s)",
-               qp.qpn.value, psn.value, r.reads_in_progress);
+               qp.qpn.value, psn.value, r.ReadsInProgress());
   r.nak_pending = true;
   r.nak_psn = psn;
   r.nak_syndrome = syndrome;
