@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Calibration: the default profile reproduces the published figures of calibration.md within
+// Calibration: the presets reproduce the published figures of calibration.md within
 // +-10%, measured the way ndksim-perf and perftest measure them, and shows the directions Kalia et
 // al. measured on real NICs (doorbell batching and inlining raise the message rate when doorbells,
 // per-WQE processing or DMA are the bottleneck).
@@ -43,22 +43,37 @@ StreamFigures Stream(const WorkloadConfig& c, std::size_t messages) {
   return {Workload::Mpps(messages, elapsed), w.Gbps(messages, elapsed)};
 }
 
-// ---- one-way send latency (Potter, ConnectX-4 EDR, ib_send_lat; medians of the published ranges) ----
+// ---- one-way send latency (Potter, ConnectX-4 EDR InfiniBand, ib_send_lat; medians of the published
+// ranges), on the preset of that class ----
+
+WorkloadConfig EdrIb(Operation op, ULONG bytes) {
+  WorkloadConfig c = Config(op, bytes);
+  c.fabric.profile = profiles::kConnectXEdrIb;
+  return c;
+}
 
 TEST(Calibration, SendLatencyOf32BytesInlineIsPotters0_83Microseconds) {
-  EXPECT_NEAR(MedianOneWayNs(Config(Operation::kSend, 32)), 825, 825 * kTolerance);
+  EXPECT_NEAR(MedianOneWayNs(EdrIb(Operation::kSend, 32)), 825, 825 * kTolerance);
 }
 
 TEST(Calibration, SendLatencyOf1KiBIsPotters1_57Microseconds) {
-  EXPECT_NEAR(MedianOneWayNs(Config(Operation::kSend, 1024)), 1565, 1565 * kTolerance);
+  EXPECT_NEAR(MedianOneWayNs(EdrIb(Operation::kSend, 1024)), 1565, 1565 * kTolerance);
 }
 
 TEST(Calibration, SendLatencyOf4KiBIsPotters2_27Microseconds) {
-  EXPECT_NEAR(MedianOneWayNs(Config(Operation::kSend, 4096)), 2265, 2265 * kTolerance);
+  EXPECT_NEAR(MedianOneWayNs(EdrIb(Operation::kSend, 4096)), 2265, 2265 * kTolerance);
 }
 
 TEST(Calibration, SendLatencyOf32KiBIsPotters4_57Microseconds) {
-  EXPECT_NEAR(MedianOneWayNs(Config(Operation::kSend, 32768)), 4570, 4570 * kTolerance);
+  EXPECT_NEAR(MedianOneWayNs(EdrIb(Operation::kSend, 32768)), 4570, 4570 * kTolerance);
+}
+
+// ---- ConnectX-5 RoCE latency (calibration.md, Model v2; ib_send_lat -s 8), on the default profile ----
+
+constexpr double kLatencyTolerance = 0.05;
+
+TEST(Calibration, SendLatencyOf8BytesIsConnectX5RoceTypical0_92Microseconds) {
+  EXPECT_NEAR(MedianOneWayNs(Config(Operation::kSend, 8)), 920, 920 * kLatencyTolerance);
 }
 
 // ---- write bandwidth (J. Synchrotron Rad. 2020, 100 GbE RoCEv2) ----
@@ -130,10 +145,11 @@ TEST(Calibration, DoorbellBatchingCutsMmioWritesPerRequest) {
 }
 
 TEST(Calibration, InliningRaisesTheMessageRateWhenDmaIsTheBottleneck) {
-  // 16 QPs keep all processing units busy; without inlining every request needs a payload read,
-  // and the PCIe read tags cap the rate.
+  // 16 QPs, posted from 16 cores, keep all processing units busy; without inlining every request
+  // needs a payload read, and the PCIe read tags cap the rate.
   WorkloadConfig c = Config(Operation::kWrite, 8);
   c.qps = 16;
+  c.cores = 16;
   c.post_list = 16;
   c.window = 256;
   c.inline_size = 0;
@@ -162,6 +178,35 @@ TEST(Calibration, InliningSavesThePayloadRead) {
   // Both fetch 1600 one-block WQEs; only the gathered one also reads 1600 payloads of 8 B.
   EXPECT_EQ(g.dma_read_bytes - i.dma_read_bytes, 1600u * 8);
   EXPECT_EQ(i.dma_read_bytes, 1600u * 64);
+}
+
+// ---- the posting core (Kalia et al., Model v2: one core of a request sequencer on Connect-IB) ----
+// 8-B inline writes, one in 16 signaled, on the Connect-IB-class preset; the core is the
+// bottleneck where it is the one named.
+
+double ConnectIbWriteMpps(int qps, std::size_t post_list) {
+  WorkloadConfig c = Config(Operation::kWrite, 8);
+  c.fabric.profile = profiles::kConnectIbFdr;
+  c.inline_size = 8;
+  c.qps = qps;
+  c.post_list = post_list;
+  c.window = 128;
+  return Stream(c, 20000).mpps;
+}
+
+TEST(Calibration, OneCorePostingADoorbellPerRequestReachesKalias7_0M) {
+  // The core: 31 ns of WQE and record, 105 ns of MMIO write and flush per request.
+  EXPECT_NEAR(ConnectIbWriteMpps(1, 1), 7.0, 7.0 * kTolerance);
+}
+
+TEST(Calibration, OneCoreWithDoorbellBatchingOnOneQpReachesKalias16_6M) {
+  // The QP's processing unit: 56 cycles a request and a doorbell's 30 shared by 16.
+  EXPECT_NEAR(ConnectIbWriteMpps(1, 16), 16.6, 16.6 * kTolerance);
+}
+
+TEST(Calibration, OneCoreWithDoorbellBatchingOnThreeQpsReachesKalias27_4M) {
+  // The core again: 31 ns a request and one MMIO write per 16.
+  EXPECT_NEAR(ConnectIbWriteMpps(3, 16), 27.4, 27.4 * kTolerance);
 }
 
 // ---- the functional profile ----

@@ -118,8 +118,8 @@ struct TwoNodeRig {
   EventQueue events;
   Network network;
   Tracer tracer;
-  Host host_a{events};
-  Host host_b{events};
+  Host host_a{events, profiles::kFunctional};  // the rig posts without host costs
+  Host host_b{events, profiles::kFunctional};
   std::unique_ptr<Nic> a;
   std::unique_ptr<Nic> b;
   SpscRing<EventEntry> events_a{64};

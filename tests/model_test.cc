@@ -27,7 +27,9 @@ using ::testing::IsEmpty;
 // ---- profiles ----
 
 TEST(Profile, PresetsAreValid) {
-  for (const HardwareProfile* p : {&profiles::kConnectX100GbeRoce, &profiles::kIWarp, &profiles::kFunctional}) {
+  for (const HardwareProfile* p :
+       {&profiles::kConnectX100GbeRoce, &profiles::kIWarp, &profiles::kConnectXEdrIb, &profiles::kConnectIbFdr,
+        &profiles::kFunctional}) {
     EXPECT_THAT(Validate(*p), IsEmpty()) << p->name;
   }
 }
@@ -460,11 +462,13 @@ double SecondQpWriteNanoseconds(bool with_cold_receive) {
   auto dst = pair.b().Register(64);
   const NDK_SGE s = src->Sge(0, 64);
   if (with_cold_receive) {
+    const ScopedCore sender(0);  // the write below comes from another core, which is free
     const NDK_SGE r = rx->Sge(0, 64);
     EXPECT_EQ(pair.b().Receive(nullptr, {&r, 1}), STATUS_SUCCESS);  // not read ahead: the first one
     EXPECT_EQ(pair.a().Send(nullptr, {&s, 1}, NDK_OP_FLAG_INLINE), STATUS_SUCCESS);
   }
   const TimePoint t0 = pair.fabric().Now();
+  const ScopedCore writer(1);
   EXPECT_EQ(other.a->Dispatch->NdkWrite(other.a, nullptr, &s, 1, dst->Address(), dst->RemoteToken(),
                                         NDK_OP_FLAG_INLINE),
             STATUS_SUCCESS);

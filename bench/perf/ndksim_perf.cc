@@ -42,7 +42,8 @@ constexpr ULONG kAllSizesMax = 1u << 23;
 // The sizes measured when no option chooses them.
 constexpr std::array<ULONG, 6> kDefaultSizes = {2, 8, 64, 512, 4096, 65536};
 // The simulated devices --profile (-d) chooses from; the first is the default.
-constexpr std::array kProfiles = {&profiles::kConnectX100GbeRoce, &profiles::kIWarp, &profiles::kFunctional};
+constexpr std::array kProfiles = {&profiles::kConnectX100GbeRoce, &profiles::kIWarp, &profiles::kConnectXEdrIb,
+                                   &profiles::kConnectIbFdr, &profiles::kFunctional};
 
 struct Options {
   std::string op = "write";
@@ -52,6 +53,7 @@ struct Options {
   std::string sweep;
   std::optional<int> iterations;
   int qps = 1;
+  int cores = 1;
   int post_list = 1;
   int cq_mod = 16;
   int tx_depth = 128;
@@ -194,6 +196,7 @@ WorkloadConfig ConfigFor(const Options& o, const Plan& plan, ULONG size) {
   c.op = plan.op;
   c.bytes = size;
   c.qps = o.qps;
+  c.cores = o.cores;
   c.window = static_cast<std::size_t>(o.tx_depth);
   c.post_list = static_cast<std::size_t>(o.post_list);
   c.signal_every = static_cast<std::size_t>(o.cq_mod);
@@ -536,6 +539,7 @@ class Run {
         {"lat_iterations", plan_.latency ? plan_.lat_iterations : 0},
         {"bw_iterations", plan_.bandwidth ? plan_.bw_iterations : 0},
         {"qps", o_.qps},
+        {"cores", o_.cores},
         {"post_list", o_.post_list},
         {"cq_mod", o_.cq_mod},
         {"tx_depth", o_.tx_depth},
@@ -616,6 +620,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100'000'000));
   app.add_option("-q,--qp,--qps", o.qps, "QPs (connections) the bandwidth test uses round robin")
       ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--cores", o.cores,
+                 "host cores that post in the bandwidth test: QP q posts from core q mod N (ndksim's own; "
+                 "perftest posts from one thread)")
+      ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   app.add_option("-l,--post_list,--post-list", o.post_list, "requests per doorbell (NDK_OP_FLAG_DEFER chains)")
       ->check(CLI::Range(1, 1 << 16))

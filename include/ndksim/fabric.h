@@ -17,6 +17,7 @@
 #include "ndksim/async_completion.h"
 #include "ndksim/counters.h"
 #include "ndksim/faults.h"
+#include "ndksim/host_cpu.h"
 #include "ndksim/profile.h"
 #include "ndksim/time.h"
 #include "ndksim/trace.h"
@@ -122,6 +123,12 @@ class Node {
   // The NIC's number for a QP of this node (what FaultMatch::qpn names); nullopt for a QP of
   // another node.
   std::optional<std::uint32_t> QpNumber(NDK_QP* qp) const;
+  // The node's host CPU (docs/model.md, "The host CPU"): its number of cores, when a core is next
+  // free (its clock), and how much time its posting and polling work has taken so far. `core` is
+  // taken modulo CoreCount(); ThisThreadCore() names the calling thread's.
+  std::uint32_t CoreCount() const;
+  TimePoint CoreClock(std::uint32_t core) const;
+  Duration CoreBusy(std::uint32_t core) const;
 
   struct Impl;
   explicit Node(std::unique_ptr<Impl> impl);

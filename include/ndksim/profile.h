@@ -51,6 +51,21 @@ struct HardwareProfile {
   // doorbell covers exactly that one WQE, and is not fetched again by DMA. 0: doorbells only.
   std::uint32_t wqe_by_mmio_bytes = 0;
 
+  // ---- host CPU (host_cpu) ----
+  // Each node has this many cores, each a timeline of simulated time. What the driver does for a
+  // consumer thread costs time on that thread's core (include/ndksim/host_cpu.h), so a thread's
+  // posting rate is bounded by these costs and several cores add up. All zero: posting is free.
+  std::uint32_t host_cores = 1;
+  Duration host_post{};             // one posting call: checks, the WQE's control and address
+                                    // segments, the request context (the first 64-B block)
+  Duration host_wqe_block{};        // each further 64-B block of a WQE (data segments, inline bytes)
+  Duration host_doorbell_record{};  // the release store of the queue's producer index
+  Duration host_mmio_store{};       // one 64-B line of write-combining stores to the doorbell page
+                                    // (a doorbell is one line; a WQE written through it, one a line)
+  Duration host_mmio_flush{};       // the store fence after an MMIO write: the core waits while the
+                                    // write-combining buffer drains towards PCIe
+  Duration host_cqe_poll{};         // taking one CQE: reading the line the NIC wrote, converting it
+
   // ---- NIC processing (processing units, requester, responder) ----
   ClockDomain nic_clock{1000};         // NIC core clock
   // Processing units: each QP is served by one unit (QPN modulo the count), so the requests of a
@@ -184,6 +199,17 @@ constexpr HardwareProfile MakeConnectX() {
   p.pcie_max_read_request_bytes = 512;
   p.pcie_read_tags = 32;        // 32 x 512 B in flight covers the link's bandwidth-delay product
   p.wqe_by_mmio_bytes = 256;    // mlx5 BlueFlame: a 256 B write-combining buffer per doorbell page
+  // The host: a current two-socket server's cores. The costs were fitted to one core's request
+  // rates on Kalia et al.'s sequencer (USENIX ATC 2016): 7.0 M/s with a doorbell per request and
+  // 27.4 M/s with doorbells batched over several QPs, so a doorbell's MMIO costs the core about
+  // 105 ns and the rest of a post about 30 ns; UCX's cost model puts an rc_mlx5 post at 40 ns.
+  p.host_cores = 32;
+  p.host_post = Nanoseconds(30);
+  p.host_wqe_block = Nanoseconds(1);        // a 64-B store to a cached line (calibration.md)
+  p.host_doorbell_record = Nanoseconds(1);  // a release store to a cached line (calibration.md)
+  p.host_mmio_store = Nanoseconds(5);
+  p.host_mmio_flush = Nanoseconds(100);
+  p.host_cqe_poll = Nanoseconds(10);        // a CQE line the NIC wrote: a last-level cache hit
   p.nic_clock = ClockDomain(1000);
   p.processing_units = 16;
   // Fitted: a single QP posting 8 B inline writes in lists of 128 reaches ~7.5 Mpps (perftest
@@ -238,6 +264,38 @@ constexpr HardwareProfile MakeIWarp() {
   return p;
 }
 
+// The same NIC generation on EDR InfiniBand (ConnectX-4 class, PCIe Gen3 x16), for the figures
+// measured on one (Potter's ib_send_lat latencies). It differs from the RoCE preset in its link
+// layer: IB's headers instead of Ethernet/IP/UDP, and a port without 100 GbE's RS-FEC.
+constexpr HardwareProfile MakeConnectXEdrIb() {
+  HardwareProfile p = MakeConnectX();
+  p.name = "connectx-edr-ib";
+  p.transport = Transport::kInfiniBand;
+  p.device_id = 0x1013;  // ConnectX-4
+  p.link_rate = GigabitsPerSecond(100);  // EDR 4x: 25.78125 Gbaud per lane, 64b/66b
+  // LRH 8, BTH 12, ICRC 4, VCRC 2, and the start and end delimiters of the link layer.
+  p.packet_overhead_bytes = 28;
+  // Fitted with the host and PCIe stages to Potter's 0.83 us one-way latency of a 32 B send.
+  p.port_transmit_latency = Nanoseconds(60);
+  p.port_receive_latency = Nanoseconds(58);
+  return p;
+}
+
+// A Connect-IB-class NIC: FDR InfiniBand, PCIe Gen3 x16, on the servers of Kalia et al. (USENIX
+// ATC 2016), whose measurements it reproduces. It shares every mechanism of the other presets
+// and differs from the EDR one in the sizes and rates named here.
+constexpr HardwareProfile MakeConnectIb() {
+  HardwareProfile p = MakeConnectXEdrIb();
+  p.name = "connect-ib-fdr";
+  p.device_id = 0x1011;  // Connect-IB
+  // FDR 4x: 14.0625 Gbaud per lane, 64b/66b.
+  p.link_rate = MegabitsPerSecond(54'545);
+  // Fitted: one QP posting in batches of 16 is bound by its processing unit at 16.6 M requests/s
+  // (Kalia et al.'s sequencer with doorbell batching), about 60 ns a request.
+  p.wqe_processing = Cycles{56};
+  return p;
+}
+
 constexpr HardwareProfile MakeFunctional() {
   HardwareProfile p = MakeConnectX();
   p.name = "functional";
@@ -258,6 +316,12 @@ constexpr HardwareProfile MakeFunctional() {
   p.switch_latency = Duration::zero();
   p.rnr_delay = Nanoseconds(1);
   p.management_latency = Duration::zero();
+  p.host_post = Duration::zero();
+  p.host_wqe_block = Duration::zero();
+  p.host_doorbell_record = Duration::zero();
+  p.host_mmio_store = Duration::zero();
+  p.host_mmio_flush = Duration::zero();
+  p.host_cqe_poll = Duration::zero();
   return p;
 }
 }  // namespace detail
@@ -267,6 +331,10 @@ inline constexpr HardwareProfile kConnectX100GbeRoce = detail::MakeConnectX();
 // An iWARP personality of the same NIC: read sinks need the READ_SINK right and
 // reads cannot invalidate locally.
 inline constexpr HardwareProfile kIWarp = detail::MakeIWarp();
+// The ConnectX generation on EDR InfiniBand, for the published figures measured on one (Potter).
+inline constexpr HardwareProfile kConnectXEdrIb = detail::MakeConnectXEdrIb();
+// A Connect-IB-class FDR InfiniBand NIC, for the published figures measured on one (Kalia et al.).
+inline constexpr HardwareProfile kConnectIbFdr = detail::MakeConnectIb();
 // Zero-delay functional model: every block completes at once; for fast unit tests.
 inline constexpr HardwareProfile kFunctional = detail::MakeFunctional();
 

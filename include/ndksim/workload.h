@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "ndksim/harness.h"
+#include "ndksim/host_cpu.h"
 
 namespace ndksim {
 
@@ -29,6 +30,9 @@ struct WorkloadConfig {
   std::size_t window = 128;        // requests in flight per QP when streaming
   std::size_t post_list = 1;       // requests per doorbell (NDK_OP_FLAG_DEFER on all but the last)
   std::size_t signal_every = 16;   // one signaled request in N when streaming
+  // Cores of node a that post when streaming (include/ndksim/host_cpu.h): QP q posts from core
+  // q mod cores, and completions are polled on core 0. Each phase runs on core 0 otherwise.
+  int cores = 1;
   // Messages up to this many bytes are posted inline (capped by the profile's maximum); -1 means
   // perftest's defaults: in the latency phase up to 220 B for writes and 236 B for sends, nothing
   // inline when streaming.
@@ -90,6 +94,9 @@ class Workload {
     const HardwareProfile& p = c.fabric.profile;
     auto refuse = [](const std::string& why) { throw std::invalid_argument("workload: " + why); };
     if (c.qps < 1) refuse(fmt::format("qps is {}; it must be at least 1", c.qps));
+    if (c.cores < 1 || static_cast<std::uint64_t>(c.cores) > p.host_cores) {
+      refuse(fmt::format("cores is {}; profile {} has 1..{} cores per node", c.cores, p.name, p.host_cores));
+    }
     // Each node holds `qps` QPs; the NIC's QP table bounds them.
     if (static_cast<std::uint64_t>(c.qps) > p.max_qps) {
       refuse(fmt::format("qps is {}; profile {} holds at most {} QPs per node", c.qps, p.name, p.max_qps));
@@ -151,6 +158,7 @@ class Workload {
   std::vector<double> Latency(int iterations) {
     streaming_ = false;
     if (c_.op == Operation::kWrite && c_.bytes == 0) throw std::invalid_argument("workload: write latency needs 1 byte");
+    const ScopedCore on(0);
     std::vector<double> samples;
     samples.reserve(static_cast<std::size_t>(std::max(iterations, 0)));
     if (c_.op == Operation::kSend && !receives_posted_) {
@@ -172,6 +180,8 @@ class Workload {
   // is called after each batch of completions.
   Duration Stream(std::size_t messages, const std::function<void(std::size_t, std::size_t)>& progress = {}) {
     streaming_ = true;
+    const ScopedCore poller(0);
+    const auto cores = static_cast<std::size_t>(c_.cores);
     const std::size_t nqp = qa_.size();
     std::vector<std::size_t> quota(nqp, messages / nqp);
     for (std::size_t q = 0; q < messages % nqp; ++q) ++quota[q];
@@ -224,6 +234,7 @@ class Workload {
           } else {
             flags |= NDK_OP_FLAG_SILENT_SUCCESS;
           }
+          const ScopedCore on(static_cast<std::uint32_t>(q % cores));
           Post(qa_[q], ctx, local, nsge, flags);
         }
         outstanding[q] += n;

@@ -35,6 +35,13 @@ void DoorbellUnit::ReadAheadWqes(const QpContext& qp, std::uint32_t index) {
 }
 
 void DoorbellUnit::OnMmioWrite(const Doorbell& doorbell) {
+  // The write leaves its core at doorbell.issued (host_cpu), which may be ahead of the engine's
+  // clock: a thread's posts queue on its core's timeline. It reaches the link then, in turn with
+  // whatever else is on the link at that time.
+  if (doorbell.issued > events_.Now()) {
+    events_.Schedule(doorbell.issued, EventPriority::kHost, [this, doorbell] { OnMmioWrite(doorbell); });
+    return;
+  }
   ++nic_.MutableCounters().doorbells;
   QpContext* qp = doorbell.kind == Doorbell::Kind::kSendQueue ? nic_.FindQp(Qpn{doorbell.object}) : nullptr;
   std::uint32_t bytes = 8;  // a doorbell register write

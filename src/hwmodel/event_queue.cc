@@ -131,6 +131,7 @@ void EventQueue::RunEarliestLater() {
   const std::size_t b = FirstBucket();
   const Entry e = PopEarliestLaterFrom(b);
   now_ = e.when;
+  published_now_.store(now_.time_since_epoch().count(), std::memory_order_relaxed);
   const bool more_now = (b < kCalendarBuckets && buckets_[b].size != 0 && BucketFront(b).when == now_) ||
                         (!heap_.empty() && heap_.front().when == now_);
   if (more_now) {
@@ -147,6 +148,7 @@ void EventQueue::AdvanceTo(TimePoint t) {
   NDKSIM_CHECK(due_mask_ == 0 && (EarliestLater() == nullptr || EarliestLater()->when >= t),
                "the clock moved to {} ps past an event due at {} ps", t, NextTime());
   now_ = t;
+  published_now_.store(now_.time_since_epoch().count(), std::memory_order_relaxed);
   TakeDue();
 }
 

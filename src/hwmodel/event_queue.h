@@ -8,6 +8,7 @@
 #include <bit>
 #include <cassert>
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -66,6 +67,9 @@ class EventQueue {
   EventQueue();
 
   TimePoint Now() const { return now_; }
+  // The clock as other threads may read it (the host CPU's cores start their work from it): it
+  // follows Now() and only grows.
+  const std::atomic<std::int64_t>& PublishedNow() const { return published_now_; }
   // Schedules `fn` to run at `when` (never in the past).
   // `fn` is a callable (built in place in its slot) or an EventCallback (moved there).
   template <typename F>
@@ -286,6 +290,8 @@ class EventQueue {
   void DropCancelledLater();
 
   TimePoint now_{};
+  // now_ for other threads; relaxed stores (a reader needs a recent time, not an ordering).
+  std::atomic<std::int64_t> published_now_{0};
   std::uint64_t next_sequence_ = 0;
   std::uint64_t events_run_ = 0;
   std::size_t live_ = 0;

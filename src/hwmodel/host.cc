@@ -6,6 +6,8 @@
 
 namespace ndksim::hw {
 
+Host::Host(EventQueue& events, const HardwareProfile& profile) : events_(events), cpu_(profile, events.PublishedNow()) {}
+
 void Host::ScheduleTimer(Duration delay, HostCallback fn) {
   events_.ScheduleAfter(delay, EventPriority::kTimer, std::move(fn));
 }

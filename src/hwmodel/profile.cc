@@ -43,6 +43,13 @@ std::vector<std::string> Validate(const HardwareProfile& p) {
   require(p.pcie_read_tags >= 1 && p.pcie_read_tags <= 1024, "pcie_read_tags", "must be 1..1024");
   require(p.wqe_by_mmio_bytes % 64 == 0 && p.wqe_by_mmio_bytes <= 1024, "wqe_by_mmio_bytes",
           "must be a multiple of 64 B up to 1024 (0 = doorbells only)");
+  require(p.host_cores >= 1 && p.host_cores <= 4096, "host_cores", "must be 1..4096");
+  require(p.host_post >= zero, "host_post", "must not be negative");
+  require(p.host_wqe_block >= zero, "host_wqe_block", "must not be negative");
+  require(p.host_doorbell_record >= zero, "host_doorbell_record", "must not be negative");
+  require(p.host_mmio_store >= zero, "host_mmio_store", "must not be negative");
+  require(p.host_mmio_flush >= zero, "host_mmio_flush", "must not be negative");
+  require(p.host_cqe_poll >= zero, "host_cqe_poll", "must not be negative");
   require(p.nic_clock.Megahertz() > 0, "nic_clock", "must be a positive frequency");
   require(p.processing_units >= 1 && p.processing_units <= 1024, "processing_units", "must be 1..1024");
   require(p.doorbell_processing.count >= 0, "doorbell_processing", "must not be negative");

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/check.h"
+#include "ndksim/host_cpu.h"
 
 namespace ndksim::kernel {
 
@@ -100,7 +101,13 @@ void Scheduler::RunUntil(const std::function<bool()>& done) {
     if (preempted_at_ != nullptr) preemptions_.push_back(Preemption{picks_.size(), std::exchange(preempted_at_, nullptr)});
     picks_.push_back(id);
     ++switches_;
-    Fiber::Switch(*home_, *t.fiber);
+    {
+      // Each kernel thread runs on a simulated core of its own (docs/model.md, "The host CPU"):
+      // thread N on core N + 1 of every node. DPCs and provider callbacks run on the caller's
+      // thread and core (an unbound test thread's first core is 0).
+      const ScopedCore on(static_cast<std::uint32_t>(id) + 1);
+      Fiber::Switch(*home_, *t.fiber);
+    }
     current_ = kNone;
     if (t.state == State::kEnded) t.fiber.reset();  // its stack is free now
   }

@@ -103,6 +103,7 @@ ULONG Cq::Poll(Result* results, ULONG capacity) {
     ++count;
   }
   if (index != poll_index_) {
+    GetDriver().Host().Cpu().Poll(index - poll_index_);  // the caller's core read these CQEs
     poll_index_ = index;
     // release: pairs with the NIC's acquire load of the consumer index; our reads of the
     // consumed CQEs happen before it may overwrite them.

@@ -78,8 +78,13 @@ class Driver {
   const CompletionStatusTable& CompletionStatus() const { return completion_status_; }
   ConnectionManager& Cm() { return *cm_; }
 
-  // One MMIO doorbell write (never fails: hw::DoorbellInbox::Write).
-  void RingDoorbell(const hw::Doorbell& doorbell) { nic_.WriteDoorbell(doorbell); }
+  // One MMIO doorbell write from the caller's core (never fails: hw::DoorbellInbox::Write): a
+  // doorbell register, or the WQE it carries, written through the doorbell page.
+  void RingDoorbell(hw::Doorbell doorbell) {
+    doorbell.issued = host_.Cpu().MmioWrite(doorbell.wqe_bytes > 0 ? doorbell.wqe_bytes : kDoorbellRegisterBytes);
+    nic_.WriteDoorbell(doorbell);
+  }
+  static constexpr std::uint32_t kDoorbellRegisterBytes = 8;
 
   // Deferred work: a DPC (now, after the current call returns) or a kernel timer. Whoever starts
   // work cancels it when it stops caring (e.g. the object dies), so late events find nothing.

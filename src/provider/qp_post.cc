@@ -190,10 +190,12 @@ NTSTATUS Qp::PostInitiator(const InitiatorRequest& r) {
 }
 
 void Qp::PublishSend(ULONG flags, hw::WqeOpcode opcode, std::uint64_t bytes, std::uint32_t wqe_bytes) {
+  // The calling thread's core built the WQE and stores the doorbell record (host_cpu).
+  const TimePoint posted = GetDriver().Host().Cpu().PostWqe(wqe_bytes);
   RequestLog& log = GetDriver().Requests();
   if (log.Enabled()) {
     const std::uint32_t id = GetDriver().Nic().Id();
-    log.Mark(id, qpn_.value, send_.posted, RequestStage::kPosted, GetDriver().Now());
+    log.Mark(id, qpn_.value, send_.posted, RequestStage::kPosted, posted);
     log.Describe(id, qpn_.value, send_.posted, hw::Name(opcode), bytes);
   }
   // Release store of the producer index (the doorbell record): the WQE and its context slot
@@ -285,6 +287,7 @@ NTSTATUS Qp::PostReceive(void* context, const NDK_SGE* sgl, ULONG sge_count) {
   PutSegment(wqe, 0, control);
   PutDataSegments(wqe, 1, sgl, sge_count);
   receive_.contexts[n & receive_.slot_mask] = context;
+  (void)GetDriver().Host().Cpu().PostWqe((1 + sge_count) * hw::kWqeSegmentBytes);
   // Release store of the producer index. Receive queues need no MMIO doorbell: the NIC reads
   // the published index when a send arrives.
   receive_.ring->ProducerPublish(receive_.stride);

@@ -167,6 +167,7 @@ NTSTATUS Srq::PostReceive(void* context, const NDK_SGE* sgl, ULONG sge_count) {
   }
   contexts_[n & slot_mask_] = context;
   busy_[n & slot_mask_].store(true, std::memory_order_relaxed);  // published by the store below
+  (void)GetDriver().Host().Cpu().PostWqe((1 + sge_count) * hw::kWqeSegmentBytes);
   // Release store of the producer index: the NIC reads it when a send arrives on any attached QP.
   ring_->ProducerPublish(stride_);
   ++posted_;

@@ -10,6 +10,8 @@
 #include <utility>
 
 #include "common/inplace_callback.h"
+#include "hwmodel/host_cpu.h"
+#include "ndksim/profile.h"
 #include "ndksim/time.h"
 
 namespace ndksim::hw {
@@ -51,7 +53,7 @@ class Host {
  public:
   using InterruptHandler = std::function<void(std::uint32_t vector)>;
 
-  explicit Host(EventQueue& events) : events_(events) {}
+  Host(EventQueue& events, const HardwareProfile& profile);
 
   // Driver: installs its interrupt service routine (MSI-X vectors of this node's NIC).
   void SetInterruptHandler(InterruptHandler handler) { handler_ = std::move(handler); }
@@ -64,6 +66,9 @@ class Host {
   // Driver: run `fn` at the current time, after the call that queued it has returned (a DPC).
   void QueueDpc(HostCallback fn);
   TimePoint Now() const;
+  // The node's cores: the driver charges its posting and polling work to the caller's core.
+  HostCpu& Cpu() { return cpu_; }
+  const HostCpu& Cpu() const { return cpu_; }
 
   // Wiring: the engine's serialiser (none: every call runs at once, on the caller's thread).
   void SetControlSerializer(ControlSerializer* serializer) { serializer_ = serializer; }
@@ -77,6 +82,7 @@ class Host {
 
  private:
   EventQueue& events_;
+  HostCpu cpu_;
   ControlSerializer* serializer_ = nullptr;
   InterruptHandler handler_;
 };

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "hwmodel/ring.h"
+#include "ndksim/time.h"
 
 namespace ndksim::hw {
 
@@ -309,6 +310,9 @@ struct Doorbell {
   // CQ arms: which of the consumer's arms this is. Arms made before the callback of an earlier one
   // merge with it (ref §4.2) and carry its epoch; the NIC satisfies an epoch once. 0: no epoch.
   std::uint32_t arm_epoch = 0;
+  // When the MMIO write left the CPU core that made it (HostCpu::MmioWrite); TimePoint{}: at the
+  // engine's current time, as with a CPU that charges nothing.
+  TimePoint issued{};
 };
 
 // ---- event queue (interrupt causes) -------------------------------------------------------------

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+// The host CPU: one timeline of simulated time per core of a node. What the driver does on the
+// posting and polling paths costs time on the core of the thread that does it, from the profile's
+// host fields: building a WQE, the doorbell record, the MMIO write (its write-combining stores,
+// then the flush that waits for them to drain), taking CQEs. A core works on one thing at a time
+// and never before the engine's current time, so one thread's posting rate is bounded by its costs
+// and several threads on several cores add up.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "hwmodel/ring.h"  // kCacheLineBytes
+#include "ndksim/host_cpu.h"
+#include "ndksim/profile.h"
+#include "ndksim/time.h"
+
+namespace ndksim::hw {
+
+namespace detail {
+// The calling thread's core (ScopedCore, ThisThreadCore); kUnboundCore until it is first asked.
+inline constexpr std::uint32_t kUnboundCore = ~std::uint32_t{0};
+extern thread_local constinit std::uint32_t t_thread_core;
+std::uint32_t BindNextCore();  // gives an unbound thread the next core number
+}  // namespace detail
+
+// Threading: the posting and polling entries run on any thread (each core's clock is an atomic
+// that only the threads bound to that core write; threads sharing a core in threaded mode may
+// overlap their charges). The clock they start from is the engine's current time as it publishes
+// it (EventQueue::PublishedNow), so in stepped mode, where the caller is the engine's thread, the
+// same calls give the same times.
+class HostCpu {
+ public:
+  HostCpu(const HardwareProfile& profile, const std::atomic<std::int64_t>& now_ps);
+
+  // False when every host cost is zero (the functional profile): nothing is charged, and MMIO
+  // writes leave the CPU at the engine's current time.
+  bool Enabled() const { return enabled_; }
+
+  // The calling thread builds a WQE of `wqe_bytes` in a queue and stores the queue's doorbell
+  // record (host_post, host_wqe_block per 64-B block past the first, host_doorbell_record).
+  // Returns when it began: the request's post time.
+  TimePoint PostWqe(std::uint32_t wqe_bytes) {
+    if (!enabled_) return TimePoint{Picoseconds(now_ps_.load(std::memory_order_relaxed))};
+    Core& c = Current();
+    const std::int64_t start = Begin(c);
+    const std::int64_t blocks = (std::int64_t{wqe_bytes} + 63) / 64;
+    Occupy(c, start, post_ps_ + std::max<std::int64_t>(blocks - 1, 0) * block_ps_);
+    return TimePoint{Picoseconds(start)};
+  }
+
+  // The calling thread writes `bytes` to a doorbell register (8 B) or writes a WQE through the
+  // doorbell window (BlueFlame-style): one write-combining store per 64-B line (host_mmio_store),
+  // then the flush (host_mmio_flush), during which the core waits and the write is on its way.
+  // Returns when the write leaves the core, TimePoint{} when the CPU charges nothing.
+  TimePoint MmioWrite(std::uint32_t bytes) {
+    if (!enabled_) return TimePoint{};
+    Core& c = Current();
+    const std::int64_t start = Begin(c);
+    const std::int64_t lines = std::max<std::int64_t>((std::int64_t{bytes} + 63) / 64, 1);
+    const std::int64_t leaves = start + lines * mmio_line_ps_;
+    Occupy(c, start, leaves - start + mmio_flush_ps_);
+    return TimePoint{Picoseconds(leaves)};
+  }
+
+  // The calling thread took `cqes` entries from a CQ (host_cqe_poll each). A poll that finds
+  // nothing costs no time of its own: a polling core is waiting for the NIC anyway.
+  void Poll(std::uint32_t cqes) {
+    if (!enabled_ || cqes == 0) return;
+    Core& c = Current();
+    Occupy(c, Begin(c), std::int64_t{cqes} * cqe_ps_);
+  }
+
+  std::uint32_t CoreCount() const { return count_; }
+  // When `core` (taken modulo CoreCount) is next free, and how much time has been charged to it.
+  TimePoint Clock(std::uint32_t core) const;
+  Duration Busy(std::uint32_t core) const;
+
+ private:
+  struct alignas(kCacheLineBytes) Core {
+    std::atomic<std::int64_t> clock_ps{0};  // free from this time on
+    std::atomic<std::int64_t> busy_ps{0};   // time charged so far
+  };
+
+  Core& Current() {
+    std::uint32_t core = detail::t_thread_core;
+    if (core == detail::kUnboundCore) core = detail::BindNextCore();
+    return cores_[core % count_];
+  }
+  // Work on `c` starts when the core is free, and not before the engine's current time.
+  std::int64_t Begin(const Core& c) const {
+    // relaxed, both: a core's clock is written by its own thread(s); the engine's time is a hint
+    // that only ever grows, and a stale value only starts the work a little earlier.
+    return std::max(c.clock_ps.load(std::memory_order_relaxed), now_ps_.load(std::memory_order_relaxed));
+  }
+  static void Occupy(Core& c, std::int64_t start, std::int64_t cost) {
+    // relaxed: see Begin. A load and a store, not a read-modify-write: the posting path stays free
+    // of locked instructions.
+    c.clock_ps.store(start + cost, std::memory_order_relaxed);
+    c.busy_ps.store(c.busy_ps.load(std::memory_order_relaxed) + cost, std::memory_order_relaxed);
+  }
+
+  const std::atomic<std::int64_t>& now_ps_;
+  std::int64_t post_ps_ = 0;   // host_post + host_doorbell_record
+  std::int64_t block_ps_ = 0;  // host_wqe_block
+  std::int64_t mmio_line_ps_ = 0;
+  std::int64_t mmio_flush_ps_ = 0;
+  std::int64_t cqe_ps_ = 0;
+  bool enabled_ = false;
+  std::uint32_t count_ = 1;
+  std::unique_ptr<Core[]> cores_;
+};
+
+}  // namespace ndksim::hw
