@@ -180,15 +180,23 @@ TEST(PcieLinkDirection, TrafficReadyNowUsesTheGapBeforeBookedCompletions) {
   EXPECT_EQ(read_done, TimePoint{Picoseconds(513'500)});
 }
 
+TEST(PcieLinkDirection, AnMmioWriteIsOneTlpPerWriteCombiningLine) {
+  TwoNodeRig rig(testing::PcieOnlyProfile());
+  // A 128-B WQE written through the doorbell page: two 64-B lines, two 24-B headers (176 B).
+  const TimePoint mmio = rig.a->Pcie().MmioWrite(128);
+  EXPECT_EQ(mmio, TimePoint{Nanoseconds(22) + rig.a->Profile().pcie_mmio_write_latency});
+}
+
 TEST(PcieLinkDirection, CompletionsAndMmioShareTheDownstreamBandwidth) {
   TwoNodeRig rig(testing::PcieOnlyProfile());
-  // 4000 B of MMIO: 16 TLPs of at most 256 B with 24-B headers = 4384 B, the link's first 548 ns.
+  // 4000 B of MMIO: 63 TLPs of at most one 64-B write-combining line with 24-B headers = 5512 B,
+  // the link's first 689 ns.
   (void)rig.a->Pcie().MmioWrite(4000);
   TimePoint read_done{};
   rig.a->Pcie().DmaRead(64, [&] { read_done = rig.events.Now(); });
   rig.Run();
   // The completion, due at 503 ns, waits for the link and takes its 10.5 ns after the MMIO write.
-  EXPECT_EQ(read_done, TimePoint{Picoseconds(558'500)});
+  EXPECT_EQ(read_done, TimePoint{Picoseconds(699'500)});
 }
 
 // The timeline against a plain first-fit over every booking ever made (what is over can never be

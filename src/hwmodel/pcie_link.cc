@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "hwmodel/host_cpu.h"
 #include "ndksim/trace.h"
 
 namespace ndksim::hw {
@@ -69,7 +70,7 @@ TimePoint PcieLink::MmioWrite(std::uint32_t bytes, QpCounters* qp) {
   }
   const TimePoint now = events_.Now();
   mmio_free_ = downstream_.Book(now, std::max(now, mmio_free_),
-                                p.pcie_bandwidth.TimeFor(WireBytes(bytes, p.pcie_max_payload_bytes, kWriteTlpOverheadBytes)));
+                                p.pcie_bandwidth.TimeFor(WireBytes(bytes, kWriteCombiningLineBytes, kWriteTlpOverheadBytes)));
   return mmio_free_ + p.pcie_mmio_write_latency;
 }
 

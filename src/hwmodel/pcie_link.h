@@ -52,6 +52,8 @@ class PcieLink {
   PcieLink(Nic& nic, EventQueue& events);
 
   // When an MMIO write of `bytes` issued now reaches the NIC. `qp` (may be null) is charged.
+  // An MMIO write comes from a CPU's write-combining buffer one 64-B line at a time, each line a
+  // write TLP with its own header: a WQE written through the doorbell page costs a header per line.
   TimePoint MmioWrite(std::uint32_t bytes, QpCounters* qp = nullptr);
   // Reads `bytes` of host memory; `done` runs when the last completion has arrived. The caller
   // copies the bytes out of host memory in `done`, so it sees memory as it is at that time.

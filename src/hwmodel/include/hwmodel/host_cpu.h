@@ -19,6 +19,10 @@
 
 namespace ndksim::hw {
 
+// A CPU's write-combining buffer: MMIO stores to the doorbell page gather in 64-B lines, and each
+// line leaves the core as a PCIe write of its own.
+inline constexpr std::uint32_t kWriteCombiningLineBytes = 64;
+
 namespace detail {
 // The calling thread's core (ScopedCore, ThisThreadCore); kUnboundCore until it is first asked.
 inline constexpr std::uint32_t kUnboundCore = ~std::uint32_t{0};
@@ -59,7 +63,8 @@ class HostCpu {
     if (!enabled_) return TimePoint{};
     Core& c = Current();
     const std::int64_t start = Begin(c);
-    const std::int64_t lines = std::max<std::int64_t>((std::int64_t{bytes} + 63) / 64, 1);
+    const std::int64_t lines =
+        std::max<std::int64_t>((std::int64_t{bytes} + kWriteCombiningLineBytes - 1) / kWriteCombiningLineBytes, 1);
     const std::int64_t leaves = start + lines * mmio_line_ps_;
     Occupy(c, start, leaves - start + mmio_flush_ps_);
     return TimePoint{Picoseconds(leaves)};
