@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "hwmodel/host_cpu.h"
+#include "hwmodel/pcie_link.h"
 #include "ndksim/testing.h"
 #include "ndksim/workload.h"
 
@@ -126,18 +127,38 @@ TEST(HostCpu, TheFunctionalProfileChargesNothing) {
 }
 
 TEST(ScopedCore, RestoresTheBindingItReplaced) {
-  const ScopedCore outer(3);
+  Cpu c;
+  const ScopedCore outer(1);
   {
-    const ScopedCore inner(7);
-    EXPECT_EQ(ThisThreadCore(), 7u);
+    const ScopedCore inner(2);
+    (void)c.cpu.PostWqe(64);
   }
-  EXPECT_EQ(ThisThreadCore(), 3u);
+  (void)c.cpu.PostWqe(64);
+  EXPECT_EQ(c.cpu.Clock(2), At(Nanoseconds(31)));
+  EXPECT_EQ(c.cpu.Clock(1), At(Nanoseconds(31)));
 }
 
-TEST(ScopedCore, ThreadsThatAreNotBoundGetDifferentCores) {
-  std::uint32_t other = 0;
-  std::thread([&] { other = ThisThreadCore(); }).join();
-  EXPECT_NE(other, ThisThreadCore());
+TEST(HostCpu, UnboundThreadsGetCoresInTheOrderTheyFirstCharge) {
+  Cpu c;
+  std::thread([&] { (void)c.cpu.PostWqe(64); }).join();
+  std::thread([&] { (void)c.cpu.PostWqe(3 * 64); }).join();
+  EXPECT_EQ(c.cpu.Clock(0), At(Nanoseconds(31)));
+  EXPECT_EQ(c.cpu.Clock(1), At(Nanoseconds(35)));
+}
+
+// Regression: a thread's core was its number among every thread of the process, so a test's
+// thread posted from another core (and shared one with the kernel environment's threads)
+// whenever an earlier test had started threads.
+TEST(HostCpu, TheFirstThreadToChargeACpuIsItsCoreZeroWhateverThreadsRanBefore) {
+  Cpu earlier;
+  std::thread([&] { (void)earlier.cpu.PostWqe(64); }).join();
+  std::uint32_t core = 99;
+  std::thread([&] {
+    Cpu c;
+    (void)c.cpu.PostWqe(64);
+    core = c.cpu.CoreOfThisThread();
+  }).join();
+  EXPECT_EQ(core, 0u);
 }
 
 // ---- through the provider ----
@@ -195,7 +216,8 @@ TEST(HostCpu, TheDoorbellLeavesWhenItsCoreHasWrittenIt) {
   (void)t.pair.Collect(t.pair.a().initiator_cq, 3);
   const auto& records = t.pair.fabric().Trace().Requests().Records();
   ASSERT_EQ(records.size(), 3u);
-  const Duration mmio = p.pcie_bandwidth.TimeFor(64 + 24) + p.pcie_mmio_write_latency;
+  const Duration mmio =
+      p.pcie_bandwidth.TimeFor(64 + hw::PcieLink::kWriteTlpOverheadBytes) + p.pcie_mmio_write_latency;
   for (std::size_t i = 0; i < 3; ++i) {
     // Posted when the core took it up, 136 ns after the previous post; the WQE-carrying doorbell
     // leaves 31 + 5 ns later and crosses PCIe.

@@ -51,6 +51,17 @@ class KernelServices : public ::testing::Test {
   Environment env_{fabric_, EnvironmentConfig{.seed = 11}};
 };
 
+TEST_F(KernelServices, EachKernelThreadPostsFromASimulatedCoreOfItsOwn) {
+  std::uint32_t first = 0;
+  std::uint32_t second = 0;
+  env_.StartThread("first", [&] { first = node0_->CurrentCore(); }, node0_);
+  env_.StartThread("second", [&] { second = node0_->CurrentCore(); }, node0_);
+  env_.Run();
+  EXPECT_EQ(first, 1u);
+  EXPECT_EQ(second, 2u);
+  EXPECT_EQ(node0_->CurrentCore(), 0u);  // the test's own thread, which runs DPCs and callbacks
+}
+
 TEST_F(KernelServices, AnAdapterOpensThroughWskByTheInterfaceIndexOfTheNodesAddress) {
   std::int32_t status = -1;
   RunOnNode0([&] { status = ScenarioOpenAdapterThroughWsk(inet_addr("192.0.2.1")); });

@@ -123,10 +123,12 @@ class Node {
   // The NIC's number for a QP of this node (what FaultMatch::qpn names); nullopt for a QP of
   // another node.
   std::optional<std::uint32_t> QpNumber(NDK_QP* qp) const;
-  // The node's host CPU (docs/model.md, "The host CPU"): its number of cores, when a core is next
-  // free (its clock), and how much time its posting and polling work has taken so far. `core` is
-  // taken modulo CoreCount(); ThisThreadCore() names the calling thread's.
+  // The node's host CPU (docs/model.md, "The host CPU"): its number of cores, the calling thread's
+  // core here (ndksim/host_cpu.h: an unbound thread that asks is numbered as if it had posted),
+  // when a core is next free (its clock), and how much time its posting and polling work has taken
+  // so far. `core` is taken modulo CoreCount().
   std::uint32_t CoreCount() const;
+  std::uint32_t CurrentCore() const;
   TimePoint CoreClock(std::uint32_t core) const;
   Duration CoreBusy(std::uint32_t core) const;
 

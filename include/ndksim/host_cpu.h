@@ -3,21 +3,22 @@
 // timeline of simulated time: what a thread does through the provider (building a WQE, the doorbell
 // record, the MMIO doorbell write, polling a CQ) moves the clock of its core on the node it reaches
 // forward by the profile's host costs (docs/model.md, "The host CPU").
+//
+// A thread that is not bound (ScopedCore) gets its core on each node from the order in which
+// threads first posted or polled anywhere: the first unbound thread to do so on a node is its
+// core 0, threads that started later get the cores after it in that order, and threads that
+// started earlier the highest ones (Node::CurrentCore says which). So a test's own thread is core 0
+// of every node it creates, whatever threads the process ran before, and the threads of a
+// threaded-mode test get cores of their own.
 #pragma once
 
 #include <cstdint>
 
 namespace ndksim {
 
-// The core the calling thread runs on, on every node. A thread that has not been bound is given
-// one the first time it asks (directly or by posting or polling): the first such thread in the
-// process gets core 0, the next core 1, and so on. Cores are numbered per node, and a number is
-// taken modulo the node's `host_cores`, so two threads share a core only when a node has fewer
-// cores than threads post to it.
-std::uint32_t ThisThreadCore();
-
-// Binds the calling thread to `core` for the scope's lifetime (nestable: the previous binding comes
-// back when the scope ends). A single-threaded test uses it to post from several cores:
+// Binds the calling thread to `core` (taken modulo the node's `host_cores`) on every node, for the
+// scope's lifetime (nestable: the previous binding comes back when the scope ends). A
+// single-threaded test uses it to post from several cores:
 //
 //   { ndksim::ScopedCore on(1); qp->Dispatch->NdkWrite(...); }  // charged to core 1
 //

@@ -7,31 +7,30 @@
 namespace ndksim {
 
 namespace {
-// The next core number for a thread that has not been bound.
-std::atomic<std::uint32_t> g_next_core{0};
+// The number the next thread to charge a host CPU gets.
+std::atomic<std::uint32_t> g_next_thread_number{1};
 }  // namespace
 
 namespace hw::detail {
-thread_local constinit std::uint32_t t_thread_core = kUnboundCore;
+thread_local constinit std::uint32_t t_bound_core = kUnboundCore;
+thread_local constinit std::uint32_t t_thread_number = 0;
 
-std::uint32_t BindNextCore() {
-  // relaxed: the counter only hands out distinct numbers.
-  t_thread_core = g_next_core.fetch_add(1, std::memory_order_relaxed) & 0x7fff'ffffu;  // never kUnboundCore
-  return t_thread_core;
+std::uint32_t NumberThisThread() {
+  // relaxed: the counter only hands out distinct numbers. 0 means "not numbered", so skip it when
+  // the counter wraps.
+  std::uint32_t n = g_next_thread_number.fetch_add(1, std::memory_order_relaxed);
+  if (n == 0) n = g_next_thread_number.fetch_add(1, std::memory_order_relaxed);
+  t_thread_number = n;
+  return n;
 }
 }  // namespace hw::detail
 
-std::uint32_t ThisThreadCore() {
-  const std::uint32_t core = hw::detail::t_thread_core;
-  return core != hw::detail::kUnboundCore ? core : hw::detail::BindNextCore();
-}
-
-ScopedCore::ScopedCore(std::uint32_t core) : previous_(hw::detail::t_thread_core) {
+ScopedCore::ScopedCore(std::uint32_t core) : previous_(hw::detail::t_bound_core) {
   NDKSIM_CHECK(core != hw::detail::kUnboundCore, "core {} is not a core number", core);
-  hw::detail::t_thread_core = core;
+  hw::detail::t_bound_core = core;
 }
 
-ScopedCore::~ScopedCore() { hw::detail::t_thread_core = previous_; }
+ScopedCore::~ScopedCore() { hw::detail::t_bound_core = previous_; }
 
 namespace hw {
 
@@ -47,11 +46,11 @@ HostCpu::HostCpu(const HardwareProfile& p, const std::atomic<std::int64_t>& now_
       cores_(std::make_unique<Core[]>(count_)) {}
 
 TimePoint HostCpu::Clock(std::uint32_t core) const {
-  return TimePoint{Picoseconds(cores_[core % count_].clock_ps.load(std::memory_order_relaxed))};
+  return TimePoint{Picoseconds(cores_[Wrap(core)].clock_ps.load(std::memory_order_relaxed))};
 }
 
 Duration HostCpu::Busy(std::uint32_t core) const {
-  return Picoseconds(cores_[core % count_].busy_ps.load(std::memory_order_relaxed));
+  return Picoseconds(cores_[Wrap(core)].busy_ps.load(std::memory_order_relaxed));
 }
 
 }  // namespace hw

@@ -80,6 +80,7 @@ NodeCounters Node::Counters() const {
 }
 
 std::uint32_t Node::CoreCount() const { return impl_->host->Cpu().CoreCount(); }
+std::uint32_t Node::CurrentCore() const { return impl_->host->Cpu().CoreOfThisThread(); }
 TimePoint Node::CoreClock(std::uint32_t core) const { return impl_->host->Cpu().Clock(core); }
 Duration Node::CoreBusy(std::uint32_t core) const { return impl_->host->Cpu().Busy(core); }
 

@@ -12,7 +12,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "hwmodel/ring.h"  // kCacheLineBytes
+#include "hwmodel/host_interface.h"  // kWqeBlockBytes
+#include "hwmodel/ring.h"            // kCacheLineBytes
 #include "ndksim/host_cpu.h"
 #include "ndksim/profile.h"
 #include "ndksim/time.h"
@@ -24,10 +25,13 @@ namespace ndksim::hw {
 inline constexpr std::uint32_t kWriteCombiningLineBytes = 64;
 
 namespace detail {
-// The calling thread's core (ScopedCore, ThisThreadCore); kUnboundCore until it is first asked.
+// ScopedCore's binding of the calling thread; kUnboundCore when it has none.
 inline constexpr std::uint32_t kUnboundCore = ~std::uint32_t{0};
-extern thread_local constinit std::uint32_t t_thread_core;
-std::uint32_t BindNextCore();  // gives an unbound thread the next core number
+extern thread_local constinit std::uint32_t t_bound_core;
+// The calling thread's number in the order threads first charged any host CPU (1, 2, ...); 0
+// until then.
+extern thread_local constinit std::uint32_t t_thread_number;
+std::uint32_t NumberThisThread();
 }  // namespace detail
 
 // Threading: the posting and polling entries run on any thread (each core's clock is an atomic
@@ -50,7 +54,8 @@ class HostCpu {
     if (!enabled_) return TimePoint{Picoseconds(now_ps_.load(std::memory_order_relaxed))};
     Core& c = Current();
     const std::int64_t start = Begin(c);
-    const std::int64_t blocks = (std::int64_t{wqe_bytes} + 63) / 64;
+    constexpr auto kBlock = static_cast<std::int64_t>(kWqeBlockBytes);
+    const std::int64_t blocks = (std::int64_t{wqe_bytes} + kBlock - 1) / kBlock;
     Occupy(c, start, post_ps_ + std::max<std::int64_t>(blocks - 1, 0) * block_ps_);
     return TimePoint{Picoseconds(start)};
   }
@@ -78,6 +83,20 @@ class HostCpu {
     Occupy(c, Begin(c), std::int64_t{cqes} * cqe_ps_);
   }
 
+  // The calling thread's core: the one a ScopedCore binds it to; else, counted from the first
+  // unbound thread that charged this CPU (core 0), the order in which threads first charged any
+  // (ndksim/host_cpu.h). Taken modulo CoreCount().
+  std::uint32_t CoreOfThisThread() {
+    const std::uint32_t bound = detail::t_bound_core;
+    if (bound != detail::kUnboundCore) return Wrap(bound);
+    std::uint32_t number = detail::t_thread_number;
+    if (number == 0) number = detail::NumberThisThread();
+    // relaxed: the number is set once (the CAS decides who was first) and orders nothing else.
+    std::uint32_t base = first_thread_.load(std::memory_order_relaxed);
+    if (base == 0 && first_thread_.compare_exchange_strong(base, number, std::memory_order_relaxed)) base = number;
+    return Wrap(number - base);  // a thread numbered before the first wraps round: still distinct
+  }
+
   std::uint32_t CoreCount() const { return count_; }
   // When `core` (taken modulo CoreCount) is next free, and how much time has been charged to it.
   TimePoint Clock(std::uint32_t core) const;
@@ -89,11 +108,9 @@ class HostCpu {
     std::atomic<std::int64_t> busy_ps{0};   // time charged so far
   };
 
-  Core& Current() {
-    std::uint32_t core = detail::t_thread_core;
-    if (core == detail::kUnboundCore) core = detail::BindNextCore();
-    return cores_[core % count_];
-  }
+  Core& Current() { return cores_[CoreOfThisThread()]; }
+  // A core number modulo the count, without a division in the usual case (a core that exists).
+  std::uint32_t Wrap(std::uint32_t core) const { return core < count_ ? core : core % count_; }
   // Work on `c` starts when the core is free, and not before the engine's current time.
   std::int64_t Begin(const Core& c) const {
     // relaxed, both: a core's clock is written by its own thread(s); the engine's time is a hint
@@ -115,6 +132,7 @@ class HostCpu {
   std::int64_t cqe_ps_ = 0;
   bool enabled_ = false;
   std::uint32_t count_ = 1;
+  std::atomic<std::uint32_t> first_thread_{0};  // number of the first unbound thread that charged it
   std::unique_ptr<Core[]> cores_;
 };
 
