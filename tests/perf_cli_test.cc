@@ -162,7 +162,19 @@ TEST(PerfCli, TheDefaultAckTimeoutIsExponentFourteen) {
   EXPECT_DOUBLE_EQ(j["config"]["ack_timeout_us"].get<double>(), 4.096 * 16384);
 }
 
+TEST(PerfCli, TheCoresOptionIsInTheConfiguration) {
+  const nlohmann::json j = PerfJson("--op write -s 64 -n 20 -q 2 --cores 2 --phases bw", "ndksim_perf_c_");
+  ASSERT_FALSE(j.is_null());
+  EXPECT_EQ(j["config"]["cores"].get<int>(), 2);
+}
+
 // ---- bad arguments, each named ---------------------------------------------------------------------
+
+TEST(PerfCli, MoreCoresThanTheProfileHasAreRefusedWithTheLimit) {
+  const Outcome o = Perf("--cores 64");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_THAT(o.err, HasSubstr("--cores 64: profile connectx-100g-roce has 32 cores per node"));
+}
 
 TEST(PerfCli, TooManyQpsAreRefusedWithTheLimit) {
   const Outcome o = Perf("--qps 100000");

@@ -177,6 +177,17 @@ TEST(WorkloadConfigTest, MoreQpsThanTheQpTableHoldsAreRefusedWithTheLimit) {
   }
 }
 
+TEST(WorkloadConfigTest, MoreCoresThanTheProfileHasAreRefusedWithTheLimit) {
+  WorkloadConfig c = Config(Operation::kWrite, 64);
+  c.cores = 33;
+  try {
+    Workload w(c);
+    FAIL() << "accepted more cores than the node has";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "workload: cores is 33; profile connectx-100g-roce has 1..32 cores per node");
+  }
+}
+
 TEST(WorkloadConfigTest, AWindowDeeperThanTheQueueLimitIsRefusedWithTheLimit) {
   WorkloadConfig c = Config(Operation::kWrite, 64);
   c.window = 1 << 20;

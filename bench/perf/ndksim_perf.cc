@@ -176,6 +176,10 @@ Plan MakePlan(const Options& o) {
     throw BadArguments(fmt::format("--qp {}: profile {} allows at most {} QPs with --tx-depth {}", o.qps,
                                    plan.profile.name, max_qps, o.tx_depth));
   }
+  if (static_cast<std::uint64_t>(o.cores) > plan.profile.host_cores) {
+    throw BadArguments(fmt::format("--cores {}: profile {} has {} cores per node", o.cores, plan.profile.name,
+                                   plan.profile.host_cores));
+  }
   for (const ULONG size : plan.sizes) {
     if (size > plan.profile.max_transfer_bytes) {
       throw BadArguments(fmt::format("--size {}: profile {} transfers at most {} B per request", size,
