@@ -199,17 +199,17 @@ constexpr HardwareProfile MakeConnectX() {
   p.pcie_max_read_request_bytes = 512;
   p.pcie_read_tags = 32;        // 32 x 512 B in flight covers the link's bandwidth-delay product
   p.wqe_by_mmio_bytes = 256;    // mlx5 BlueFlame: a 256 B write-combining buffer per doorbell page
-  // The host: a current two-socket server's cores. The costs were fitted to one core's request
-  // rates on Kalia et al.'s sequencer (USENIX ATC 2016): 7.0 M/s with a doorbell per request and
-  // 27.4 M/s with doorbells batched over several QPs, so a doorbell's MMIO costs the core about
-  // 105 ns and the rest of a post about 30 ns; UCX's cost model puts an rc_mlx5 post at 40 ns.
+  // The host: a two-socket server's cores. host_post and host_mmio_flush are fitted to one core's
+  // request rates on Kalia et al.'s sequencer (USENIX ATC 2016; no newer measurement isolates
+  // them): 7.0 M/s with a doorbell per request and 27.4 M/s with doorbells batched over several
+  // QPs, so a doorbell's MMIO costs the core about 105 ns and the rest of a post about 30 ns.
   p.host_cores = 32;
   p.host_post = Nanoseconds(30);
-  p.host_wqe_block = Nanoseconds(1);        // a 64-B store to a cached line (calibration.md)
-  p.host_doorbell_record = Nanoseconds(1);  // a release store to a cached line (calibration.md)
-  p.host_mmio_store = Nanoseconds(5);
+  p.host_wqe_block = Nanoseconds(1);        // a 64-B WQE store with its index release, same core:
+  p.host_doorbell_record = Nanoseconds(1);  // about 1 ns (calibration.md), counted for each
+  p.host_mmio_store = Nanoseconds(5);       // an estimate: no published figure isolates it
   p.host_mmio_flush = Nanoseconds(100);
-  p.host_cqe_poll = Nanoseconds(10);        // a CQE line the NIC wrote: a last-level cache hit
+  p.host_cqe_poll = Nanoseconds(10);        // an estimate: a last-level cache hit on the CQE's line
   p.nic_clock = ClockDomain(1000);
   p.processing_units = 16;
   // Fitted: a single QP posting 8 B inline writes in lists of 128 reaches ~7.5 Mpps (perftest
