@@ -103,7 +103,7 @@ ULONG Cq::Poll(Result* results, ULONG capacity) {
     ++count;
   }
   if (index != poll_index_) {
-    GetDriver().Host().Cpu().Poll(index - poll_index_);  // the caller's core read these CQEs
+    if (host_cpu_ != nullptr) host_cpu_->Poll(index - poll_index_);  // the caller's core read these CQEs
     poll_index_ = index;
     // release: pairs with the NIC's acquire load of the consumer index; our reads of the
     // consumed CQEs happen before it may overwrite them.
@@ -287,6 +287,7 @@ Cq::Cq(Adapter& adapter, std::uint32_t depth, std::uint32_t entry_count,
       entries_(std::make_unique<hw::Cqe[]>(entry_count)) {
   InitNdk(handle_.ndk, adapter.Version(), NdkObjectTypeCq, &kCqDispatch);
   handle_.owner = this;
+  if (hw::HostCpu& cpu = GetDriver().Host().Cpu(); cpu.Enabled()) host_cpu_ = &cpu;
   // Owner 1 is "not yet written" for pass 0 (OwnerParity(i, n) == 0 for i < n). relaxed: the
   // CreateCq command hands the memory to the NIC after this.
   for (std::uint32_t i = 0; i < entry_count; ++i) entries_[i].owner.store(1, std::memory_order_relaxed);

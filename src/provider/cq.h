@@ -9,6 +9,7 @@
 
 #include "hwmodel/host_interface.h"
 #include "hwmodel/device.h"
+#include "hwmodel/host_cpu.h"
 #include "ndkpi.h"
 #include "objects.h"
 
@@ -61,6 +62,9 @@ class Cq final : public Object {
   // serialised calls); the notification clears it (engine), so each arm epoch gets one callback.
   std::atomic<std::uint32_t> pending_arm_{0};
   std::uint32_t last_arm_ = 0;  // epochs handed out so far (consumer side)
+  // The host CPU that polling charges, beside the poll index it is used with; null when it charges
+  // nothing (the functional profile), so a poll there costs one test of a line it reads anyway.
+  hw::HostCpu* host_cpu_ = nullptr;
   // Next CQE to read. Owned by the consumer's polling/arming, which it serialises (ref §4.2).
   std::uint32_t poll_index_ = 0;
   // The consumer index the NIC reads (acquire) for overrun detection and arming; we publish it
