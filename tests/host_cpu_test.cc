@@ -17,7 +17,7 @@ namespace {
 
 // Costs that make every charge visible on its own.
 HardwareProfile Costed() {
-  HardwareProfile p = profiles::kConnectX100GbeRoce;
+  HardwareProfile p = profiles::WithoutNoise(profiles::kConnectX100GbeRoce);  // exact times
   p.host_cores = 4;
   p.host_post = Nanoseconds(30);
   p.host_wqe_block = Nanoseconds(2);
@@ -271,6 +271,109 @@ TEST(HostCpu, SeveralCoresAddUp) {
   const double one = StreamMpps(4, 1);
   const double four = StreamMpps(4, 4);
   EXPECT_GT(four, 3.6 * one) << one << " Mpps from one core, " << four << " from four";
+}
+
+// ---- interruptions ----
+
+// A core taken away every 10 us on average, for exactly 2 us each time.
+HardwareProfile Interrupted() {
+  HardwareProfile p = Costed();
+  p.noise = true;
+  p.host_interruption_interval = Microseconds(10);
+  p.host_interruption_min = Microseconds(2);
+  p.host_interruption_max = Microseconds(2);
+  return p;
+}
+
+struct SeededCpu {
+  std::atomic<std::int64_t> now{0};
+  hw::HostCpu cpu;
+  SeededCpu(const HardwareProfile& p, std::uint64_t seed, std::uint64_t node = 0) : cpu(p, now, seed, node) {}
+};
+
+TEST(HostCpu, WorkInterruptedWhileItRunsEndsThatMuchLater) {
+  HardwareProfile p = Interrupted();
+  p.host_post = Microseconds(5);  // long posts, back to back: interruptions strike during them
+  SeededCpu c(p, 1);
+  const ScopedCore on(0);
+  for (int i = 0; i < 1000; ++i) (void)c.cpu.PostWqe(64);
+  const Duration work = 1000 * (p.host_post + p.host_doorbell_record);
+  EXPECT_GT(c.cpu.Interruptions(0), 0u);
+  EXPECT_EQ(c.cpu.InterruptedTime(0), static_cast<std::int64_t>(c.cpu.Interruptions(0)) * Microseconds(2));
+  EXPECT_EQ(c.cpu.Clock(0), TimePoint{work + c.cpu.InterruptedTime(0)});
+}
+
+TEST(HostCpu, InterruptionsArriveAtTheirMeanInterval) {
+  HardwareProfile p = Interrupted();
+  p.host_post = Microseconds(5);
+  SeededCpu c(p, 1);
+  const ScopedCore on(0);
+  for (int i = 0; i < 2000; ++i) (void)c.cpu.PostWqe(64);
+  // ~10 ms of work: one interruption per 10 us of it on average, +-10%.
+  const double expected = ToNanoseconds(c.cpu.Clock(0).time_since_epoch() - c.cpu.InterruptedTime(0)) / 10'000.0;
+  EXPECT_NEAR(static_cast<double>(c.cpu.Interruptions(0)), expected, 0.1 * expected);
+}
+
+TEST(HostCpu, WorkDueDuringAnInterruptionBeginsWhenItIsOver) {
+  SeededCpu c(Interrupted(), 1);
+  const ScopedCore on(0);
+  // A post every 100 ns of engine time, for 10 ms; the core is idle between them.
+  Duration longest_wait{};
+  for (int i = 0; i < 100'000; ++i) {
+    const TimePoint due{Nanoseconds(100) * i};
+    const TimePoint idle_from = c.cpu.Clock(0);
+    c.now.store(due.time_since_epoch().count());
+    const TimePoint began = c.cpu.PostWqe(64);
+    if (idle_from <= due) longest_wait = std::max(longest_wait, began - due);
+  }
+  // An interruption every ~12 us (10 us apart, 2 us long), each holding up the first post due in
+  // it until it is over: never more than its 2 us, and nearly all of it on average.
+  EXPECT_NEAR(static_cast<double>(c.cpu.Interruptions(0)), 10e6 / 12e3, 0.1 * 10e6 / 12e3);
+  EXPECT_LE(longest_wait, Microseconds(2));
+  EXPECT_GT(longest_wait, Microseconds(2) - Nanoseconds(100));
+  EXPECT_NEAR(ToNanoseconds(c.cpu.InterruptedTime(0)) / 10e6, 2.0 / 12.0, 0.02);
+}
+
+std::vector<TimePoint> CoreClocksAfterPosting(std::uint64_t seed, std::uint64_t node, const HardwareProfile& p) {
+  SeededCpu c(p, seed, node);
+  std::vector<TimePoint> clocks;
+  for (std::uint32_t core = 0; core < 4; ++core) {
+    const ScopedCore on(core);
+    for (int i = 0; i < 2000; ++i) (void)c.cpu.PostWqe(64);
+    clocks.push_back(c.cpu.Clock(core));
+  }
+  return clocks;
+}
+
+TEST(HostCpu, TheSameSeedGivesTheSameInterruptions) {
+  EXPECT_EQ(CoreClocksAfterPosting(9, 0, Interrupted()), CoreClocksAfterPosting(9, 0, Interrupted()));
+}
+
+TEST(HostCpu, EachCoreOfEachNodeIsInterruptedOnItsOwn) {
+  const std::vector<TimePoint> node0 = CoreClocksAfterPosting(9, 0, Interrupted());
+  const std::vector<TimePoint> node1 = CoreClocksAfterPosting(9, 1, Interrupted());
+  EXPECT_NE(node0, node1);
+  EXPECT_NE(node0[0], node0[1]);
+}
+
+TEST(HostCpu, WithTheNoiseOffNoInterruptionStrikes) {
+  HardwareProfile p = Interrupted();
+  p.noise = false;
+  const std::vector<TimePoint> clocks = CoreClocksAfterPosting(9, 0, p);
+  EXPECT_EQ(clocks[0], TimePoint{2000 * Nanoseconds(31)});
+  EXPECT_EQ(clocks[3], clocks[0]);
+}
+
+TEST(HostCpu, ANodeReportsTheInterruptionsOfItsCores) {
+  WorkloadConfig c;
+  c.op = Operation::kSend;
+  c.bytes = 8;
+  Workload w(c);  // the default profile: noise on
+  (void)w.Latency(10000);
+  const Node& a = *w.pair().a().node;
+  EXPECT_GT(a.CoreInterruptions(0), 0u);
+  EXPECT_GT(a.CoreInterruptedTime(0), Duration::zero());
+  EXPECT_EQ(a.CoreInterruptions(1), 0u);  // nothing ran on core 1
 }
 
 }  // namespace

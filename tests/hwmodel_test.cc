@@ -833,7 +833,7 @@ TEST(DataPath, ArmWithUnreadEntriesFiresImmediately) {
 
 // The simulated time of a completion is the sum of the modelled stages.
 TEST(Timing, InlineWriteCompletionTimeIsTheSumOfItsStages) {
-  const HardwareProfile& p = profiles::kConnectX100GbeRoce;
+  const HardwareProfile p = profiles::WithoutNoise(profiles::kConnectX100GbeRoce);
   TwoNodeRig rig(p);
   std::uint64_t dst = 0;
   const std::uint64_t value = 42;

@@ -168,6 +168,32 @@ TEST(PerfCli, TheCoresOptionIsInTheConfiguration) {
   EXPECT_EQ(j["config"]["cores"].get<int>(), 2);
 }
 
+TEST(PerfCli, WithNoNoiseTheSeedDoesNotMoveTheLatencies) {
+  const nlohmann::json one = PerfJson("--op send -s 8 -n 2000 --phases lat --no-noise --seed 1", "ndksim_perf_nn1_");
+  const nlohmann::json two = PerfJson("--op send -s 8 -n 2000 --phases lat --no-noise --seed 2", "ndksim_perf_nn2_");
+  ASSERT_FALSE(one.is_null());
+  ASSERT_FALSE(two.is_null());
+  EXPECT_FALSE(one["config"]["noise"].get<bool>());
+  EXPECT_EQ(one["results"][0]["latency"], two["results"][0]["latency"]);
+}
+
+TEST(PerfCli, WithNoiseAnotherSeedGivesAnotherTail) {
+  const nlohmann::json one = PerfJson("--op send -s 8 -n 2000 --phases lat --seed 1", "ndksim_perf_n1_");
+  const nlohmann::json two = PerfJson("--op send -s 8 -n 2000 --phases lat --seed 2", "ndksim_perf_n2_");
+  ASSERT_FALSE(one.is_null());
+  ASSERT_FALSE(two.is_null());
+  EXPECT_NE(one["results"][0]["latency"], two["results"][0]["latency"]);
+}
+
+TEST(PerfCli, TheDefaultProfileHasATail) {
+  const nlohmann::json j = PerfJson("--op send -s 8 -n 2000 --phases lat", "ndksim_perf_n_");
+  ASSERT_FALSE(j.is_null());
+  EXPECT_TRUE(j["config"]["noise"].get<bool>());
+  const nlohmann::json& l = j["results"][0]["latency"];
+  EXPECT_LT(l["t_min_us"].get<double>(), l["t_typical_us"].get<double>());
+  EXPECT_LT(l["t_typical_us"].get<double>(), l["t_max_us"].get<double>());
+}
+
 // ---- bad arguments, each named ---------------------------------------------------------------------
 
 TEST(PerfCli, MoreCoresThanTheProfileHasAreRefusedWithTheLimit) {

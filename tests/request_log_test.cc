@@ -47,7 +47,7 @@ TEST(RequestLog, AWriteReachesEveryStageInOrder) {
 }
 
 TEST(RequestLog, DoorbellArrivesOneHostPostAndMmioWriteAfterThePost) {
-  const HardwareProfile& p = profiles::kConnectX100GbeRoce;
+  const HardwareProfile p = profiles::WithoutNoise(profiles::kConnectX100GbeRoce);
   Logged t(p);
   const NDK_SGE s = t.src->Sge(0, 8);
   ASSERT_EQ(t.pair.a().Write(nullptr, {&s, 1}, t.dst->Address(), t.dst->RemoteToken()), STATUS_SUCCESS);

@@ -61,6 +61,7 @@ struct Options {
   bool inline_all = false;
   std::optional<std::uint32_t> mtu;
   std::optional<unsigned> qp_timeout;
+  bool no_noise = false;
   std::string connection = "RC";
   std::string phases = "both";
   bool report_gbits = false;
@@ -132,6 +133,7 @@ Plan MakePlan(const Options& o) {
     }
   }
   if (o.qp_timeout) plan.profile.ack_timeout = LocalAckTimeout(*o.qp_timeout);
+  if (o.no_noise) plan.profile.noise = false;
   if (o.connection != "RC") {
     throw BadArguments(fmt::format("--connection {}: NDK connections are reliable connected; only RC is simulated",
                                    o.connection));
@@ -550,6 +552,7 @@ class Run {
         {"inline_size", plan_.inline_size},
         {"mtu_bytes", plan_.profile.mtu_bytes},
         {"ack_timeout_us", ToMicroseconds(plan_.profile.ack_timeout)},
+        {"noise", plan_.profile.noise},
         {"seed", o_.seed},
         {"loss", o_.loss},
         {"report_gbits", o_.report_gbits},
@@ -649,6 +652,9 @@ int main(int argc, char** argv) {
                  "QP timeout exponent, as perftest: the ACK timeout is 4.096 us x 2^N (default: the profile's; "
                  "the presets use 14, 67.1 ms)")
       ->check(CLI::Range(0u, 31u));
+  app.add_flag("--no-noise", o.no_noise,
+               "the profile without its noise (PCIe latency spread, host core interruptions): the same work "
+               "always takes the same time");
   app.add_option("-c,--connection", o.connection, "transport service: RC (NDK connections are RC)")
       ->capture_default_str();
   app.add_option("--phases", o.phases, "which tests run: lat, bw or both")

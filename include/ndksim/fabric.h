@@ -125,12 +125,15 @@ class Node {
   std::optional<std::uint32_t> QpNumber(NDK_QP* qp) const;
   // The node's host CPU (docs/model.md, "The host CPU"): its number of cores, the calling thread's
   // core here (ndksim/host_cpu.h: an unbound thread that asks is numbered as if it had posted),
-  // when a core is next free (its clock), and how much time its posting and polling work has taken
-  // so far. `core` is taken modulo CoreCount().
+  // when a core is next free (its clock), how much time its posting and polling work has taken
+  // so far (interruptions that struck that work included), and how many interruptions (the
+  // profile's noise) held that work up, for how long in all. `core` is taken modulo CoreCount().
   std::uint32_t CoreCount() const;
   std::uint32_t CurrentCore() const;
   TimePoint CoreClock(std::uint32_t core) const;
   Duration CoreBusy(std::uint32_t core) const;
+  std::uint64_t CoreInterruptions(std::uint32_t core) const;
+  Duration CoreInterruptedTime(std::uint32_t core) const;
 
   struct Impl;
   explicit Node(std::unique_ptr<Impl> impl);

@@ -30,6 +30,9 @@ struct HardwareProfile {
   std::string_view name;
   Transport transport = Transport::kRoCEv2;
   RemoteAccessErrorStatus remote_access_error = RemoteAccessErrorStatus::kAccessViolation;
+  // The timing model's noise sources (the "noise" section below) are on: latencies have a spread
+  // and a tail. False: the same work always takes the same time.
+  bool noise = true;
 
   // ---- identity (NDK_ADAPTER_INFO) ----
   std::uint32_t vendor_id = 0;   // PCI vendor id / OUI reported to consumers
@@ -65,6 +68,22 @@ struct HardwareProfile {
   Duration host_mmio_flush{};       // the store fence after an MMIO write: the core waits while the
                                     // write-combining buffer drains towards PCIe
   Duration host_cqe_poll{};         // taking one CQE: reading the line the NIC wrote, converting it
+
+  // ---- noise: the spread and the tail of latencies (pcie_link, host_cpu) ----
+  // Seeded sources of variation, each a stream of draws fixed by the fabric's seed, so the same
+  // seed and the same calls still give the same times. With `noise` off (the switch, at the top of
+  // the profile), or these fields zero, the same work always takes the same time.
+  // Standard deviation of each PCIe transaction's latency (a read request's, a posted write's, an
+  // MMIO write's): the root complex and the memory system do not answer in constant time.
+  Duration pcie_latency_jitter{};
+  // Each core is taken away now and then (timer ticks, other interrupts, SMIs) for a while: the
+  // interruptions arrive at random (a Poisson process of this mean interval, in simulated time)
+  // and last a heavy-tailed time (Pareto of this shape from the minimum, cut at the maximum).
+  // Work that would start, or is in progress, when one strikes waits until it is over.
+  Duration host_interruption_interval{};
+  Duration host_interruption_min{};
+  Duration host_interruption_max{};
+  double host_interruption_shape = 1.5;
 
   // ---- NIC processing (processing units, requester, responder) ----
   ClockDomain nic_clock{1000};         // NIC core clock
@@ -210,6 +229,17 @@ constexpr HardwareProfile MakeConnectX() {
   p.host_mmio_store = Nanoseconds(5);       // an estimate: no published figure isolates it
   p.host_mmio_flush = Nanoseconds(100);
   p.host_cqe_poll = Nanoseconds(10);        // an estimate: a last-level cache hit on the CQE's line
+  // Noise. pcie-bench's 64-B DMA reads spread from ~510 to ~580 ns around their 546-ns median
+  // (p99.9): a standard deviation of about 11 ns. The interruptions are fitted to the p99.9 and
+  // max of ConnectX-5 RoCE 8-B ib_write_lat/ib_send_lat (calibration.md, Model v2): about a
+  // thousand a second per core (as a 1-kHz timer tick would), most under a microsecond and none
+  // over 6.5 us.
+  p.noise = true;
+  p.pcie_latency_jitter = Nanoseconds(11);
+  p.host_interruption_interval = Microseconds(1000);
+  p.host_interruption_min = Nanoseconds(500);
+  p.host_interruption_max = Nanoseconds(6500);
+  p.host_interruption_shape = 1.3;
   p.nic_clock = ClockDomain(1000);
   p.processing_units = 16;
   // Fitted: a single QP posting 8 B inline writes in lists of 128 reaches ~7.5 Mpps (perftest
@@ -323,6 +353,9 @@ constexpr HardwareProfile MakeFunctional() {
   p.host_mmio_store = Duration::zero();
   p.host_mmio_flush = Duration::zero();
   p.host_cqe_poll = Duration::zero();
+  p.noise = false;
+  p.pcie_latency_jitter = Duration::zero();
+  p.host_interruption_interval = Duration::zero();
   return p;
 }
 }  // namespace detail
@@ -338,6 +371,13 @@ inline constexpr HardwareProfile kConnectXEdrIb = detail::MakeConnectXEdrIb();
 inline constexpr HardwareProfile kConnectIbFdr = detail::MakeConnectIb();
 // Zero-delay functional model: every block completes at once; for fast unit tests.
 inline constexpr HardwareProfile kFunctional = detail::MakeFunctional();
+
+// `p` without its noise sources: the same work always takes the same time (a test that asserts
+// exact simulated times of a timed preset uses this).
+constexpr HardwareProfile WithoutNoise(HardwareProfile p) {
+  p.noise = false;
+  return p;
+}
 
 }  // namespace profiles
 

@@ -154,7 +154,9 @@ class Workload {
 
   // One message in flight, `iterations` times; one-way latency samples in simulated nanoseconds.
   // Send and write ping-pong (half the round trip, as perftest reports); read is post to
-  // completion. Writes need at least one byte (the peer polls the last byte).
+  // completion. Writes need at least one byte (the peer polls the last byte); each side runs
+  // ib_write_lat's loop: wait for the peer's write to land, post a signaled write, spin on the
+  // send CQ until it completes.
   std::vector<double> Latency(int iterations) {
     streaming_ = false;
     if (c_.op == Operation::kWrite && c_.bytes == 0) throw std::invalid_argument("workload: write latency needs 1 byte");
@@ -169,7 +171,8 @@ class Workload {
       }
       receives_posted_ = true;
     }
-    for (int i = 0; i < iterations; ++i) samples.push_back(c_.op == Operation::kRead ? ReadOnce() : PingPongOnce(i));
+    if (c_.op == Operation::kWrite) return WritePingPong(iterations);
+    for (int i = 0; i < iterations; ++i) samples.push_back(c_.op == Operation::kRead ? ReadOnce() : PingPongOnce());
     return samples;
   }
 
@@ -337,37 +340,93 @@ class Workload {
   }
 
   // perftest style: a -> b, b -> a; half the round trip is the one-way latency.
-  double PingPongOnce(int i) {
+  double PingPongOnce() {
     const TimePoint t0 = fabric().Now();
     const ULONG nsge = c_.bytes ? 1u : 0u;
-    if (c_.op == Operation::kSend) {
-      const NDK_SGE sa = a_buf_->Sge(0, c_.bytes);
-      Check("NdkSend", pair_->a().Send(nullptr, {&sa, nsge}, InlineFlag()));
-      Wait(pair_->b().receive_cq);
-      PostReceive(pair_->b(), *b_buf_);
-      const NDK_SGE sb = b_buf_->Sge(0, c_.bytes);
-      Check("NdkSend", pair_->b().Send(nullptr, {&sb, nsge}, InlineFlag()));
-      Wait(pair_->a().receive_cq);
-      PostReceive(pair_->a(), *a_rx_);
-    } else {
-      // Each side polls the last byte of its buffer for the new pattern, as ib_write_lat does.
-      const auto pattern = static_cast<std::byte>(1 + i % 255);
-      const std::size_t last = c_.bytes - 1;
-      a_buf_->Data()[last] = pattern;
-      const NDK_SGE sa = a_buf_->Sge(0, c_.bytes);
-      Check("NdkWrite", pair_->a().Write(nullptr, {&sa, 1}, b_buf_->Address(), b_buf_->RemoteToken(), InlineFlag()));
-      fabric().RunUntil([&] { return b_buf_->Data()[last] == pattern; });
-      const NDK_SGE sb = b_buf_->Sge(0, c_.bytes);
-      Check("NdkWrite", pair_->b().Write(nullptr, {&sb, 1}, a_rx_->Address(), a_rx_->RemoteToken(), InlineFlag()));
-      fabric().RunUntil([&] { return a_rx_->Data()[last] == pattern; });
-    }
+    const NDK_SGE sa = a_buf_->Sge(0, c_.bytes);
+    Check("NdkSend", pair_->a().Send(nullptr, {&sa, nsge}, InlineFlag()));
+    Wait(pair_->b().receive_cq);
+    PostReceive(pair_->b(), *b_buf_);
+    const NDK_SGE sb = b_buf_->Sge(0, c_.bytes);
+    Check("NdkSend", pair_->b().Send(nullptr, {&sb, nsge}, InlineFlag()));
+    Wait(pair_->a().receive_cq);
+    PostReceive(pair_->a(), *a_rx_);
     const double one_way = ToNanoseconds(fabric().Now() - t0) / 2;
-    // Reap the write completions that have arrived (the measurement polled memory, not the CQ), so
-    // the send queues' slots are retired.
+    // Reap the send completions that have arrived, so the send queues' slots are retired.
     std::vector<NDK_RESULT_EX> reaped;
     QpEnd::Poll(pair_->a().initiator_cq, reaped);
     QpEnd::Poll(pair_->b().initiator_cq, reaped);
     return one_way;
+  }
+
+  // ib_write_lat's loop, both sides at once in simulated time. A side waits until the peer's
+  // write has landed (the last byte of its buffer shows the peer's next number), posts its own
+  // write (signaled, its number in the last byte) and spins on its send CQ until that write has
+  // completed; "a" starts by posting, "b" by waiting. A sample is half the time from one of "a"'s
+  // posts to its next, as perftest reports it, so a completion that comes back after the peer's
+  // answer holds the next post back.
+  std::vector<double> WritePingPong(int iterations) {
+    enum class Phase : std::uint8_t { kWaitData, kWaitCompletion, kDone };
+    struct Side {
+      QpEnd& end;
+      RegisteredBuffer& out;      // written from
+      RegisteredBuffer& in;       // the peer's writes land here
+      RegisteredBuffer& peer_in;  // this side's writes land there
+      Phase phase = Phase::kWaitData;
+      int posted = 0;
+      int received = 0;
+    };
+    std::vector<double> samples;
+    if (iterations <= 0) return samples;
+    samples.reserve(static_cast<std::size_t>(iterations));
+    // "b" writes from the buffer "a" writes into: the number it sends is the one it just got.
+    Side a{pair_->a(), *a_buf_, *a_rx_, *b_buf_};
+    Side b{pair_->b(), *b_buf_, *b_buf_, *a_rx_};
+    const std::size_t last = c_.bytes - 1;
+    // Numbers go on from earlier calls, so a byte an earlier call left never looks new.
+    const auto number = [&](int k) { return static_cast<std::byte>(1 + (write_rounds_ + k) % 255); };
+    TimePoint a_posted{};
+    const auto post = [&](Side& s) {
+      s.out.Data()[last] = number(s.posted);
+      const NDK_SGE sge = s.out.Sge(0, c_.bytes);
+      Check("NdkWrite", s.end.Write(nullptr, {&sge, 1}, s.peer_in.Address(), s.peer_in.RemoteToken(), InlineFlag()));
+      ++s.posted;
+      s.phase = Phase::kWaitCompletion;
+      if (&s == &a) a_posted = fabric().Now();
+    };
+    // Takes a side's loop as far as it goes now.
+    const auto advance = [&](Side& s) {
+      for (;;) {
+        if (s.phase == Phase::kWaitCompletion) {
+          NDK_RESULT_EX r[1];
+          if (s.end.initiator_cq->Dispatch->NdkGetCqResultsEx(s.end.initiator_cq, r, 1) == 0) return;
+          Check("NdkWrite", r[0].Status);
+          s.phase = s.received < iterations ? Phase::kWaitData : Phase::kDone;
+        } else if (s.phase == Phase::kWaitData) {
+          if (s.in.Data()[last] != number(s.received)) return;
+          ++s.received;
+          if (&s == &a) samples.push_back(ToNanoseconds(fabric().Now() - a_posted) / 2);
+          if (s.posted < iterations) {
+            post(s);
+          } else {
+            s.phase = Phase::kDone;
+          }
+        } else {
+          return;
+        }
+      }
+    };
+    post(a);
+    const RunResult done = fabric().RunUntil(
+        [&] {
+          advance(b);
+          advance(a);
+          return a.phase == Phase::kDone && b.phase == Phase::kDone;
+        },
+        kCompletionLimit);
+    if (!done) throw HarnessError("workload: write latency waited 1 s of simulated time", STATUS_IO_TIMEOUT);
+    write_rounds_ += iterations;
+    return samples;
   }
 
   void PostReceive(QpEnd& end, const RegisteredBuffer& buffer) {
@@ -394,6 +453,7 @@ class Workload {
   long long max_inline_ = 0;
   bool streaming_ = false;
   bool receives_posted_ = false;
+  int write_rounds_ = 0;  // writes each side has made in earlier write latency runs
   bool stream_receives_posted_ = false;
   std::unique_ptr<QpPair> pair_;
   std::vector<NDK_QP*> qa_;

@@ -6,7 +6,8 @@
 
 namespace ndksim::hw {
 
-Host::Host(EventQueue& events, const HardwareProfile& profile) : events_(events), cpu_(profile, events.PublishedNow()) {}
+Host::Host(EventQueue& events, const HardwareProfile& profile, std::uint64_t seed, std::uint32_t node)
+    : events_(events), cpu_(profile, events.PublishedNow(), seed, node) {}
 
 void Host::ScheduleTimer(Duration delay, HostCallback fn) {
   events_.ScheduleAfter(delay, EventPriority::kTimer, std::move(fn));

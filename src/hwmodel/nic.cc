@@ -46,7 +46,7 @@ Nic::Nic(NodeId id, const HardwareProfile& profile, EventQueue& events, Host& ho
       qps_(kFirstQpn, profile_.max_qps),
       cqs_(1, profile_.max_cqs),
       srqs_(1, profile_.max_cqs),  // the profile has no separate SRQ count: as many as CQs
-      pcie_(std::make_unique<PcieLink>(*this, events)),
+      pcie_(std::make_unique<PcieLink>(*this, events, seed)),
       doorbell_unit_(std::make_unique<DoorbellUnit>(*this, events)),
       wqe_fetch_(std::make_unique<WqeFetch>(*this, events)),
       translation_(std::make_unique<Translation>(*this, seed ^ (std::uint64_t{id} << 32))),

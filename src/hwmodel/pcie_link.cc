@@ -9,9 +9,11 @@
 
 namespace ndksim::hw {
 
-PcieLink::PcieLink(Nic& nic, EventQueue& events)
+PcieLink::PcieLink(Nic& nic, EventQueue& events, std::uint64_t seed)
     : nic_(nic),
       events_(events),
+      noise_(seed, NoiseStreamId(NoiseSource::kPcieLink, nic.Id())),
+      jitter_(nic.Profile().noise ? nic.Profile().pcie_latency_jitter : Duration::zero()),
       tag_free_(nic.Profile().pcie_read_tags),
       read_waiters_(events, [this] { return ReadSlotAt(); }) {}
 
@@ -71,7 +73,9 @@ TimePoint PcieLink::MmioWrite(std::uint32_t bytes, QpCounters* qp) {
   const TimePoint now = events_.Now();
   mmio_free_ = downstream_.Book(now, std::max(now, mmio_free_),
                                 p.pcie_bandwidth.TimeFor(WireBytes(bytes, kWriteCombiningLineBytes, kWriteTlpOverheadBytes)));
-  return mmio_free_ + p.pcie_mmio_write_latency;
+  // Posted writes: in order, whatever each one's latency.
+  mmio_arrives_ = std::max(mmio_arrives_, mmio_free_ + Latency(p.pcie_mmio_write_latency));
+  return mmio_arrives_;
 }
 
 TimePoint PcieLink::ReadSlotAt() const {
@@ -110,7 +114,7 @@ TimePoint PcieLink::DmaReadArrival(std::uint64_t bytes, QpCounters* qp) {
     // The data comes back after the read latency and occupies the downstream direction for its
     // serialization time, in completions of at most MPS bytes.
     completions_free_ =
-        downstream_.Book(now, std::max(requests_free_ + p.pcie_dma_read_latency, completions_free_),
+        downstream_.Book(now, std::max(requests_free_ + Latency(p.pcie_dma_read_latency), completions_free_),
                          p.pcie_bandwidth.TimeFor(WireBytes(n, p.pcie_max_payload_bytes, kCompletionTlpOverheadBytes)));
     tag = completions_free_;  // the tag is free once its last completion has arrived
     last = completions_free_;
@@ -135,12 +139,12 @@ void PcieLink::DmaWrite(std::uint64_t bytes, EventCallback done, QpCounters* qp,
   if (order != nullptr && std::max(not_before, order->issued) > now) {
     // Issued later, when it may go: the writes issued before then do not wait for it.
     const TimePoint end = upstream_.Book(now, std::max(not_before, order->issued), length);
-    lands = std::max(end + p.pcie_dma_write_latency, order->lands);
+    lands = std::max(end + Latency(p.pcie_dma_write_latency), order->lands);
     order->issued = end;
   } else {
     writes_free_ = upstream_.Book(now, std::max(now, writes_free_), length);
     // Posted writes become visible in order: never before an earlier write.
-    last_write_done_ = std::max(last_write_done_, writes_free_ + p.pcie_dma_write_latency);
+    last_write_done_ = std::max(last_write_done_, writes_free_ + Latency(p.pcie_dma_write_latency));
     lands = last_write_done_;
     if (order != nullptr) {
       lands = std::max(lands, order->lands);

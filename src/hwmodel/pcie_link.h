@@ -3,13 +3,16 @@
 // completions with data down) and posted DMA writes (NIC -> host). Each kind of traffic is a
 // timeline of booked transfers (LinkDirection), so transfers queue behind each other and bandwidth
 // limits emerge without ticking cycles. A DMA read is split into read requests of at most MRRS bytes, each of
-// which holds one of a bounded number of read tags until its last completion has arrived.
+// which holds one of a bounded number of read tags until its last completion has arrived. With the
+// profile's noise on, each transaction's latency varies around its mean (pcie_latency_jitter);
+// every kind of traffic still arrives in the order it was issued.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "event_queue.h"
+#include "hwmodel/noise.h"
 #include "nic.h"
 
 namespace ndksim::hw {
@@ -49,7 +52,8 @@ class PcieLink {
   static constexpr std::uint32_t kWriteTlpOverheadBytes = 24;       // memory write or read request header
   static constexpr std::uint32_t kCompletionTlpOverheadBytes = 20;  // completion-with-data header
 
-  PcieLink(Nic& nic, EventQueue& events);
+  // `seed` fixes the link's noise stream.
+  PcieLink(Nic& nic, EventQueue& events, std::uint64_t seed);
 
   // When an MMIO write of `bytes` issued now reaches the NIC. `qp` (may be null) is charged.
   // An MMIO write comes from a CPU's write-combining buffer one 64-B line at a time, each line a
@@ -82,12 +86,18 @@ class PcieLink {
   // Bytes on the link for `bytes` of data cut into TLPs of at most `tlp_bytes`, each with `overhead`.
   static std::uint64_t WireBytes(std::uint64_t bytes, std::uint32_t tlp_bytes, std::uint32_t overhead);
 
+  // A transaction's latency: the profile's, plus the link's jitter.
+  Duration Latency(Duration mean) { return mean + noise_.Jitter(jitter_); }
+
   Nic& nic_;
   EventQueue& events_;
+  NoiseStream noise_;
+  Duration jitter_;  // pcie_latency_jitter, zero with the noise off
   LinkDirection downstream_;      // host -> NIC: MMIO writes and read completions
   LinkDirection upstream_;        // NIC -> host: read requests and posted writes
   // Each kind of traffic is in order among itself: the next one starts no earlier than these.
   TimePoint mmio_free_{};
+  TimePoint mmio_arrives_{};  // the newest MMIO write reaches the NIC then
   TimePoint completions_free_{};
   TimePoint requests_free_{};
   TimePoint writes_free_{};

@@ -2,6 +2,7 @@
 // Hardware profile presets and their validation.
 #include "ndksim/profile.h"
 
+#include <algorithm>
 #include <string>
 
 #include <fmt/format.h>
@@ -50,6 +51,21 @@ std::vector<std::string> Validate(const HardwareProfile& p) {
   require(p.host_mmio_store >= zero, "host_mmio_store", "must not be negative");
   require(p.host_mmio_flush >= zero, "host_mmio_flush", "must not be negative");
   require(p.host_cqe_poll >= zero, "host_cqe_poll", "must not be negative");
+  require(p.pcie_latency_jitter >= zero, "pcie_latency_jitter", "must not be negative");
+  // The jitter is bounded by 2*sqrt(3) standard deviations; a latency must stay positive.
+  const Duration shortest_pcie_latency =
+      std::min({p.pcie_mmio_write_latency, p.pcie_dma_read_latency, p.pcie_dma_write_latency});
+  require(p.pcie_latency_jitter == zero || shortest_pcie_latency < zero ||  // a negative one is its own error
+              p.pcie_latency_jitter * 4 <= shortest_pcie_latency,
+          "pcie_latency_jitter", "must be at most a quarter of every PCIe latency (a latency never goes negative)");
+  require(p.host_interruption_interval >= zero, "host_interruption_interval", "must not be negative (0 = none)");
+  require(p.host_interruption_interval == zero ||
+              (p.host_interruption_min > zero && p.host_interruption_max >= p.host_interruption_min),
+          "host_interruption_min", "must be positive and at most host_interruption_max");
+  require(p.host_interruption_interval <= zero || p.host_interruption_interval > p.host_interruption_max,
+          "host_interruption_interval", "must be longer than host_interruption_max");
+  require(p.host_interruption_shape >= 0.5 && p.host_interruption_shape <= 10, "host_interruption_shape",
+          "must be 0.5..10 (Pareto shape: smaller is a heavier tail)");
   require(p.nic_clock.Megahertz() > 0, "nic_clock", "must be a positive frequency");
   require(p.processing_units >= 1 && p.processing_units <= 1024, "processing_units", "must be 1..1024");
   require(p.doorbell_processing.count >= 0, "doorbell_processing", "must not be negative");

@@ -83,6 +83,8 @@ std::uint32_t Node::CoreCount() const { return impl_->host->Cpu().CoreCount(); }
 std::uint32_t Node::CurrentCore() const { return impl_->host->Cpu().CoreOfThisThread(); }
 TimePoint Node::CoreClock(std::uint32_t core) const { return impl_->host->Cpu().Clock(core); }
 Duration Node::CoreBusy(std::uint32_t core) const { return impl_->host->Cpu().Busy(core); }
+std::uint64_t Node::CoreInterruptions(std::uint32_t core) const { return impl_->host->Cpu().Interruptions(core); }
+Duration Node::CoreInterruptedTime(std::uint32_t core) const { return impl_->host->Cpu().InterruptedTime(core); }
 
 std::optional<std::uint32_t> Node::QpNumber(NDK_QP* qp) const {
   return impl_->engine->Serialize([&] { return QpNumberNow(qp); });
@@ -167,7 +169,7 @@ Node& Fabric::AddNode(const NodeConfig& config) {
     if (impl_->network.Resolve(a) != nullptr) throw ConfigurationError("address '" + text + "' is already in use");
     addresses.push_back(a);
   }
-  impl->host = std::make_unique<hw::Host>(impl_->events, impl_->config.profile);
+  impl->host = std::make_unique<hw::Host>(impl_->events, impl_->config.profile, impl_->config.seed, id);
   impl->nic = std::make_unique<hw::Nic>(id, impl_->config.profile, impl_->events, *impl->host, impl_->network,
                                         impl_->tracer, impl_->config.seed);
   for (const auto& a : addresses) impl->nic->AddAddress(a);

@@ -53,7 +53,8 @@ class Host {
  public:
   using InterruptHandler = std::function<void(std::uint32_t vector)>;
 
-  Host(EventQueue& events, const HardwareProfile& profile);
+  // `seed` and `node` fix the node's noise streams (its cores' interruptions).
+  Host(EventQueue& events, const HardwareProfile& profile, std::uint64_t seed = 1, std::uint32_t node = 0);
 
   // Driver: installs its interrupt service routine (MSI-X vectors of this node's NIC).
   void SetInterruptHandler(InterruptHandler handler) { handler_ = std::move(handler); }
