@@ -213,6 +213,28 @@ TEST(Calibration, DmaReadsOf64BytesSpreadAsPcieBenchsFromAbout510To580Nanosecond
   EXPECT_NEAR(ns[ns.size() * 999 / 1000], 580, 580 * 0.02);
 }
 
+// pcie-bench's latency against size, one read request each (calibration.md: 128 B 573, 256 B 626,
+// 512 B 706 ns): the host hands a request's data over a line at a time.
+double DmaReadNs(std::uint64_t bytes) {
+  hw::testing::TwoNodeRig rig(profiles::WithoutNoise(profiles::kConnectX100GbeRoce));
+  TimePoint done{};
+  rig.a->Pcie().DmaRead(bytes, [&] { done = rig.events.Now(); });
+  rig.Run();
+  return ToNanoseconds(done);
+}
+
+TEST(Calibration, DmaReadOf128BytesTakesPcieBenchs573Nanoseconds) {
+  EXPECT_NEAR(DmaReadNs(128), 573, 573 * kLatencyTolerance);
+}
+
+TEST(Calibration, DmaReadOf256BytesTakesPcieBenchs626Nanoseconds) {
+  EXPECT_NEAR(DmaReadNs(256), 626, 626 * kLatencyTolerance);
+}
+
+TEST(Calibration, DmaReadOf512BytesTakesPcieBenchs706Nanoseconds) {
+  EXPECT_NEAR(DmaReadNs(512), 706, 706 * kLatencyTolerance);
+}
+
 // ---- message rates ----
 
 TEST(Calibration, SingleQpReadRateOf64BytesWith16OutstandingIs2_5Mpps) {

@@ -63,6 +63,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{"pcie_max_payload_bytes", [](HardwareProfile& p) { p.pcie_max_payload_bytes = 300; }},
         BadField{"pcie_max_read_request_bytes", [](HardwareProfile& p) { p.pcie_max_read_request_bytes = 64; }},
         BadField{"pcie_read_tags", [](HardwareProfile& p) { p.pcie_read_tags = 0; }},
+        BadField{"pcie_read_line_interval", [](HardwareProfile& p) { p.pcie_read_line_interval = Nanoseconds(-1); }},
         BadField{"wqe_by_mmio_bytes", [](HardwareProfile& p) { p.wqe_by_mmio_bytes = 100; }},
         BadField{"host_cores", [](HardwareProfile& p) { p.host_cores = 0; }},
         BadField{"host_post", [](HardwareProfile& p) { p.host_post = Nanoseconds(-1); }},

@@ -54,6 +54,29 @@ TEST(LongMessages, WriteLongerThanTheAckTimeoutCompletesWithoutRetransmission) {
   EXPECT_EQ(pair.a().node->Counters().retransmissions, 0u);
 }
 
+// Regression: a receiver that flushed its QP as soon as it saw a message's receive completion (as
+// a consumer that disconnects after its last response does) dropped the ACK that message was still
+// due (20 ns after its placement landed), so the sender's request, delivered, never completed as
+// such: it was flushed when the sender's own QP closed.
+TEST(AckAfterFlush, AMessageReceivedBeforeTheReceiverFlushedIsStillAcknowledged) {
+  QpPair pair(WithProfile(profiles::WithoutNoise(profiles::kConnectX100GbeRoce)));
+  auto src = pair.a().Register(64);
+  auto rx = pair.b().Register(64);
+  const NDK_SGE r = rx->Sge(0, 64);
+  ASSERT_EQ(pair.b().Receive(nullptr, {&r, 1}), STATUS_SUCCESS);
+  const NDK_SGE s = src->Sge(0, 64);
+  ASSERT_EQ(pair.a().Send(nullptr, {&s, 1}), STATUS_SUCCESS);
+  const auto received = pair.Collect(pair.b().receive_cq, 1);
+  ASSERT_EQ(received.size(), 1u);
+  ASSERT_EQ(received[0].Status, STATUS_SUCCESS);
+  // At once, before the ACK has left: the receiver's QP enters the error state.
+  pair.b().qp->Dispatch->NdkFlush(pair.b().qp);
+  const auto sent = pair.Collect(pair.a().initiator_cq, 1, Milliseconds(1));
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].Status, STATUS_SUCCESS);
+  EXPECT_EQ(pair.a().node->Counters().retransmissions, 0u);
+}
+
 // Regression: the ACK timer's event stayed queued after the last acknowledgement, so every
 // RunUntilIdle ran on to the 500-us timeout: 64 writes that take microseconds moved the clock
 // half a millisecond, and any rate measured around RunUntilIdle was wrong.

@@ -50,6 +50,11 @@ struct HardwareProfile {
   std::uint32_t pcie_max_payload_bytes = 256;       // MPS: data bytes per write TLP or read completion
   std::uint32_t pcie_max_read_request_bytes = 512;  // MRRS: a DMA read is split into requests this big
   std::uint32_t pcie_read_tags = 32;   // read requests in flight at once; more wait for a free tag
+  // The host returns a read request's data one 64-B line at a time, this far apart: it reads each
+  // line from its memory system in turn. So a request's latency grows with its size faster than
+  // the link's rate, while several requests stream in parallel and the link stays the limit of
+  // the total. 0: a request's data is ready all at once.
+  Duration pcie_read_line_interval{};
   // A WQE of at most this many bytes is written with its doorbell (BlueFlame-style MMIO) when the
   // doorbell covers exactly that one WQE, and is not fetched again by DMA. 0: doorbells only.
   std::uint32_t wqe_by_mmio_bytes = 0;
@@ -217,6 +222,9 @@ constexpr HardwareProfile MakeConnectX() {
   p.pcie_max_payload_bytes = 256;
   p.pcie_max_read_request_bytes = 512;
   p.pcie_read_tags = 32;        // 32 x 512 B in flight covers the link's bandwidth-delay product
+  // Fitted to pcie-bench's read latencies against size, one request each (128 B 573, 256 B 626,
+  // 512 B 706 ns: a least-squares line through them from the 64-B point).
+  p.pcie_read_line_interval = Picoseconds(23'500);
   p.wqe_by_mmio_bytes = 256;    // mlx5 BlueFlame: a 256 B write-combining buffer per doorbell page
   // The host: a two-socket server's cores. host_post and host_mmio_flush are fitted to one core's
   // request rates on Kalia et al.'s sequencer (USENIX ATC 2016; no newer measurement isolates
@@ -333,6 +341,7 @@ constexpr HardwareProfile MakeFunctional() {
   p.pcie_mmio_write_latency = Duration::zero();
   p.pcie_dma_read_latency = Duration::zero();
   p.pcie_dma_write_latency = Duration::zero();
+  p.pcie_read_line_interval = Duration::zero();
   p.pcie_bandwidth = BitRate{0};
   p.processing_units = 1;
   p.doorbell_processing = Cycles{0};

@@ -112,12 +112,22 @@ TimePoint PcieLink::DmaReadArrival(std::uint64_t bytes, QpCounters* qp) {
     if (tag > ready) ++c.read_tag_stalls;
     requests_free_ = upstream_.Book(now, std::max(ready, tag), request_time);
     // The data comes back after the read latency and occupies the downstream direction for its
-    // serialization time, in completions of at most MPS bytes.
+    // serialization time, in completions of at most MPS bytes. The host hands it over one 64-B
+    // line at a time, so the last line is ready (lines - 1) intervals after the first, and the
+    // last completion cannot arrive before it has crossed the link.
+    const TimePoint first_ready = requests_free_ + Latency(p.pcie_dma_read_latency);
     completions_free_ =
-        downstream_.Book(now, std::max(requests_free_ + Latency(p.pcie_dma_read_latency), completions_free_),
+        downstream_.Book(now, std::max(first_ready, completions_free_),
                          p.pcie_bandwidth.TimeFor(WireBytes(n, p.pcie_max_payload_bytes, kCompletionTlpOverheadBytes)));
-    tag = completions_free_;  // the tag is free once its last completion has arrived
-    last = completions_free_;
+    const std::uint64_t lines = n == 0 ? 1 : (n + kHostLineBytes - 1) / kHostLineBytes;
+    const std::uint64_t last_line_bytes = n - (lines - 1) * kHostLineBytes;
+    const TimePoint last_line_arrives =
+        first_ready + static_cast<std::int64_t>(lines - 1) * p.pcie_read_line_interval +
+        p.pcie_bandwidth.TimeFor(last_line_bytes + kCompletionTlpOverheadBytes);
+    // Several requests stream at once; their reads still complete in issue order.
+    last_read_done_ = std::max({completions_free_, last_line_arrives, last_read_done_});
+    tag = last_read_done_;  // the tag is free once its last completion has arrived
+    last = last_read_done_;
   } while (left > 0);
   NDKSIM_TRACE(nic_.Trace(), now, nic_.Id(), Pcie, "dma read {} B done at {}", bytes, last);
   return last;

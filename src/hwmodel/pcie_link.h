@@ -51,6 +51,7 @@ class PcieLink {
  public:
   static constexpr std::uint32_t kWriteTlpOverheadBytes = 24;       // memory write or read request header
   static constexpr std::uint32_t kCompletionTlpOverheadBytes = 20;  // completion-with-data header
+  static constexpr std::uint64_t kHostLineBytes = 64;  // the host's memory returns a read a line at a time
 
   // `seed` fixes the link's noise stream.
   PcieLink(Nic& nic, EventQueue& events, std::uint64_t seed);
@@ -98,7 +99,8 @@ class PcieLink {
   // Each kind of traffic is in order among itself: the next one starts no earlier than these.
   TimePoint mmio_free_{};
   TimePoint mmio_arrives_{};  // the newest MMIO write reaches the NIC then
-  TimePoint completions_free_{};
+  TimePoint completions_free_{};  // read completions' data is on the link until then
+  TimePoint last_read_done_{};    // the newest read request's last completion arrives then
   TimePoint requests_free_{};
   TimePoint writes_free_{};
   TimePoint last_write_done_{};

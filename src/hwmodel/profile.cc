@@ -42,6 +42,7 @@ std::vector<std::string> Validate(const HardwareProfile& p) {
   require(power_of_two_in(p.pcie_max_read_request_bytes, 128, 4096), "pcie_max_read_request_bytes",
           "must be 128, 256, 512, 1024, 2048 or 4096 (PCIe MRRS)");
   require(p.pcie_read_tags >= 1 && p.pcie_read_tags <= 1024, "pcie_read_tags", "must be 1..1024");
+  require(p.pcie_read_line_interval >= zero, "pcie_read_line_interval", "must not be negative");
   require(p.wqe_by_mmio_bytes % 64 == 0 && p.wqe_by_mmio_bytes <= 1024, "wqe_by_mmio_bytes",
           "must be a multiple of 64 B up to 1024 (0 = doorbells only)");
   require(p.host_cores >= 1 && p.host_cores <= 4096, "host_cores", "must be 1..4096");

@@ -717,10 +717,16 @@ void Responder::AckWhenPlaced(QpContext& qp, Psn psn, const RequestRef* request)
     SendAck(qp, psn, AckSyndrome::kAck);
     return;
   }
+  // The ACK is committed: its message is placed and completes as received. It leaves even if the
+  // QP enters the error state meanwhile (a consumer's disconnect or flush seen in the CQE's wake),
+  // so the peer's request completes as delivered instead of being flushed for want of an ACK. A
+  // QP that is gone (closed, or its number reused) sends nothing.
   const Qpn qpn = qp.qpn;
   events_.Schedule(ack_at, EventPriority::kDevice, [this, qpn, psn] {
     QpContext* q = nic_.FindQp(qpn);
-    if (q != nullptr && q->state == QpState::kReadyToSend) SendAck(*q, psn, AckSyndrome::kAck);
+    if (q != nullptr && (q->state == QpState::kReadyToSend || q->state == QpState::kError)) {
+      SendAck(*q, psn, AckSyndrome::kAck);
+    }
   });
 }
 
