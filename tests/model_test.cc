@@ -84,6 +84,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{"doorbell_processing", [](HardwareProfile& p) { p.doorbell_processing = Cycles{-1}; }},
         BadField{"wqe_processing", [](HardwareProfile& p) { p.wqe_processing = Cycles{-1}; }},
         BadField{"read_response_processing", [](HardwareProfile& p) { p.read_response_processing = Cycles{-5}; }},
+        BadField{"read_context_turnaround", [](HardwareProfile& p) { p.read_context_turnaround = Cycles{-1}; }},
         BadField{"packet_processing", [](HardwareProfile& p) { p.packet_processing = Cycles{-1}; }},
         BadField{"qp_transmit_buffer_bytes", [](HardwareProfile& p) { p.qp_transmit_buffer_bytes = 1024; }},
         BadField{"link_rate", [](HardwareProfile& p) { p.link_rate = BitRate{-1}; }},
@@ -550,6 +551,42 @@ TEST(ReadResponses, ALongReadStreamsAtLineRate) {
   Workload w(c);
   const Duration elapsed = w.Stream(16);
   EXPECT_GT(w.Gbps(16, elapsed), 97.0);
+}
+
+// ---- the read context: one QP's reads one at a time, off a lone read's latency ----
+
+WorkloadConfig QuietReads(Cycles turnaround, int qps = 1) {
+  WorkloadConfig c;
+  c.fabric.profile = profiles::WithoutNoise(profiles::kConnectX100GbeRoce);
+  c.fabric.profile.read_context_turnaround = turnaround;
+  c.op = Operation::kRead;
+  c.bytes = 32;
+  c.qps = qps;
+  c.window = 64;  // more than the ORD of 16: the requester always has the next reads ready
+  c.signal_every = 16;
+  c.post_list = 16;
+  c.cores = qps;
+  return c;
+}
+
+TEST(ReadContext, ALoneReadDoesNotWaitForItsQpsTurnaround) {
+  // Reads one after another, each ~1.9 us from post to completion: a turnaround of 0.4 or 1.5 us
+  // has passed before the next arrives.
+  Workload quick(QuietReads(Cycles{400}));
+  Workload slow(QuietReads(Cycles{1500}));
+  EXPECT_EQ(quick.Latency(5), slow.Latency(5));
+}
+
+TEST(ReadContext, OneQpsReadsAreServedATurnaroundApart) {
+  Workload w(QuietReads(Cycles{1000}));  // 1 us at the preset's 1 GHz: 1 M reads a second
+  const std::size_t reads = 2000;
+  EXPECT_NEAR(Workload::Mpps(reads, w.Stream(reads)), 1.0, 0.02);
+}
+
+TEST(ReadContext, EachQpHasAContextOfItsOwn) {
+  Workload w(QuietReads(Cycles{1000}, 8));  // eight QPs, eight contexts, on eight cores
+  const std::size_t reads = 8 * 2000;
+  EXPECT_NEAR(Workload::Mpps(reads, w.Stream(reads)), 8.0, 8.0 * 0.05);
 }
 
 // ---- per-QP counters ----

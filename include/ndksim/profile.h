@@ -97,7 +97,12 @@ struct HardwareProfile {
   std::uint32_t processing_units = 1;
   Cycles doorbell_processing{0};       // unit cycles per doorbell (context lookup, scheduling)
   Cycles wqe_processing{0};            // unit cycles per send-queue WQE (parse, translate, schedule)
-  Cycles read_response_processing{0};  // responder unit cycles per inbound read request
+  Cycles read_response_processing{0};  // responder unit cycles per inbound read request (its
+                                       // checks and translation: on the read's latency path)
+  // A QP's inbound reads pass through its read context one at a time: it takes the next read
+  // this many cycles after it took the last, so one QP serves at most nic_clock / this reads a
+  // second, while other QPs' reads go on in parallel. Not on a lone read's latency path.
+  Cycles read_context_turnaround{0};
   Cycles packet_processing{0};         // receive pipeline cycles per packet (checks, steering); a
                                        // latency, pipelined, not a server
   // Bytes one QP may hold in NIC buffers between its payload DMA and the wire; bounds how far the
@@ -254,8 +259,11 @@ constexpr HardwareProfile MakeConnectX() {
   // issue 273), i.e. ~132 cycles per WQE, and a doorbell per 2 KiB write still fills the wire.
   p.doorbell_processing = Cycles{30};
   p.wqe_processing = Cycles{132};
-  // Fitted: ib_read_bw on one QP is flat at ~2.5 Mpps for 2-128 B (openucx/ucx issue 8851).
-  p.read_response_processing = Cycles{400};
+  // Fitted: ib_read_bw on one QP is flat at ~2.5 Mpps for 2-128 B (openucx/ucx issue 8851): a
+  // QP's read context takes a read every 400 cycles. The unit's part of a read is an estimate:
+  // the checks and translation of a WQE's processing without the WQE to parse.
+  p.read_response_processing = Cycles{60};
+  p.read_context_turnaround = Cycles{400};
   p.packet_processing = Cycles{40};
   p.qp_transmit_buffer_bytes = 64 * 1024;
   p.link_rate = GigabitsPerSecond(100);
@@ -347,6 +355,7 @@ constexpr HardwareProfile MakeFunctional() {
   p.doorbell_processing = Cycles{0};
   p.wqe_processing = Cycles{0};
   p.read_response_processing = Cycles{0};
+  p.read_context_turnaround = Cycles{0};
   p.packet_processing = Cycles{0};
   p.link_rate = BitRate{0};
   p.port_transmit_latency = Duration::zero();

@@ -193,6 +193,9 @@ struct ResponderState {
   std::uint32_t write_key = 0;
   std::uint64_t write_remaining = 0;
   TimePoint placement_ready{};  // placements of this QP may not start before this (WQE fetch)
+  // The QP's read context takes one read at a time: the next set-up starts no earlier than this
+  // (read_context_turnaround after the last began).
+  TimePoint read_context_free{};
   // Read responses: reads in a ring addressed modulo kInboundReadSlots, in PSN order, from the
   // moment they are accepted (head: the oldest not fully sent; read_cursor/read_packet: the next
   // response whose data to read), and the responses whose data is being read, addressed modulo
@@ -206,6 +209,7 @@ struct ResponderState {
   // event carries setup_generation, which a drop of that read moves on).
   std::uint32_t setup_next = 0;
   bool setup_pending = false;
+  bool awaiting_context = false;  // the read context is busy; an event is due at read_context_free
   std::uint32_t setup_generation = 0;
   std::uint32_t reads_head = 0;
   std::uint32_t reads_tail = 0;

@@ -72,6 +72,7 @@ std::vector<std::string> Validate(const HardwareProfile& p) {
   require(p.doorbell_processing.count >= 0, "doorbell_processing", "must not be negative");
   require(p.wqe_processing.count >= 0, "wqe_processing", "must not be negative");
   require(p.read_response_processing.count >= 0, "read_response_processing", "must not be negative");
+  require(p.read_context_turnaround.count >= 0, "read_context_turnaround", "must not be negative");
   require(p.packet_processing.count >= 0, "packet_processing", "must not be negative");
   require(p.qp_transmit_buffer_bytes >= p.mtu_bytes, "qp_transmit_buffer_bytes", "must hold at least one MTU");
   require(p.link_rate.bits_per_second >= 0, "link_rate", "must not be negative (0 = unlimited)");

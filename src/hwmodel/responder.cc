@@ -496,9 +496,25 @@ void Responder::OnReadRequest(QpContext& qp, std::uint32_t packet_id, bool dupli
 
 void Responder::SetUpNextRead(QpContext& qp) {
   ResponderState& r = qp.responder;
-  if (r.setup_pending || r.setup_next == r.reads_tail) return;
+  if (r.setup_pending || r.awaiting_context || r.setup_next == r.reads_tail) return;
+  const TimePoint now = events_.Now();
+  if (r.read_context_free > now) {
+    // The QP's read context is still turning its last read around: take the next one then. The
+    // unit is not held meanwhile; other QPs' work goes on.
+    r.awaiting_context = true;
+    const Qpn qpn = qp.qpn;
+    events_.Schedule(r.read_context_free, EventPriority::kDevice, [this, qpn] {
+      QpContext* q = nic_.FindQp(qpn);
+      if (q == nullptr || q->state != QpState::kReadyToSend) return;
+      q->responder.awaiting_context = false;
+      SetUpNextRead(*q);
+    });
+    return;
+  }
+  const auto& p = nic_.Profile();
+  r.read_context_free = now + p.nic_clock.ToDuration(p.read_context_turnaround);
   InboundRead& read = r.reads[r.setup_next++ % kInboundReadSlots];
-  read.start = nic_.Units().Run(qp.qpn, nic_.Profile().read_response_processing, events_.Now());
+  read.start = nic_.Units().Run(qp.qpn, p.read_response_processing, now);
   r.setup_pending = true;
   const Qpn qpn = qp.qpn;
   const std::uint32_t generation = r.setup_generation;

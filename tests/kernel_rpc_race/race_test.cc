@@ -29,10 +29,10 @@ Outcome RunRacyScenario(std::uint64_t seed, kernel::EnvironmentConfig environmen
 
 namespace {
 
-// A run reaches about 1,100 preemption points (ARunReachesAboutPctStepsPreemptionPoints); 8 of
+// A run reaches about 1,100 preemption points (ARunReachesAboutPctStepsPreemptionPoints); 9 of
 // seeds 1 to 64 find the race (PCT's bound for 5 threads and 1,100 steps is 1 in 5,500).
 constexpr std::uint32_t kPctSteps = 1100;
-constexpr std::uint64_t kFirstFindingSeed = 3;
+constexpr std::uint64_t kFirstFindingSeed = 2;
 
 TEST(KernelRpcRace, WithoutPreemptionEverySeedCompletes) {
   for (std::uint64_t seed = 1; seed <= 16; ++seed) {
