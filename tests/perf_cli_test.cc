@@ -236,20 +236,38 @@ TEST(PerfCli, APostListLongerThanTheTxDepthIsRefusedByName) {
 
 TEST(PerfCli, AnUnknownOptionIsNamed) {
   const Outcome o = Perf("--bogus");
-  EXPECT_NE(o.exit_code, 0);
+  EXPECT_EQ(o.exit_code, 2);  // every usage error, as the README says
   EXPECT_THAT(o.err, HasSubstr("--bogus"));
 }
 
 TEST(PerfCli, AnOutOfRangeValueIsNamed) {
   const Outcome o = Perf("--loss 0.9");
-  EXPECT_NE(o.exit_code, 0);
+  EXPECT_EQ(o.exit_code, 2);  // every usage error, as the README says
   EXPECT_THAT(o.err, HasSubstr("--loss"));
 }
 
 TEST(PerfCli, AnUnknownProfileIsNamed) {
   const Outcome o = Perf("--profile cx9");
-  EXPECT_NE(o.exit_code, 0);
+  EXPECT_EQ(o.exit_code, 2);  // every usage error, as the README says
   EXPECT_THAT(o.err, HasSubstr("cx9"));
+}
+
+TEST(PerfCli, ASizeTakesKMAndGSuffixesAsPerftestUsersWriteThem) {
+  const nlohmann::json j = PerfJson("--op write -s 64K -n 10 --phases bw", "ndksim_perf_k_");
+  ASSERT_FALSE(j.is_null());
+  EXPECT_EQ(j["config"]["sizes"], nlohmann::json::array({65536}));
+}
+
+TEST(PerfCli, ASweepTakesSuffixesToo) {
+  const nlohmann::json j = PerfJson("--op write --sweep 1k:4K -n 10 --phases bw", "ndksim_perf_ks_");
+  ASSERT_FALSE(j.is_null());
+  EXPECT_EQ(j["config"]["sizes"], nlohmann::json::array({1024, 2048, 4096}));
+}
+
+TEST(PerfCli, ASizeThatIsNoSizeIsNamed) {
+  const Outcome o = Perf("-s 64X");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_THAT(o.err, HasSubstr("64X is not a size in bytes"));
 }
 
 // ---- every command line the docs show is valid ---------------------------------------------------

@@ -105,13 +105,44 @@ struct BadArguments : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A size in bytes as perftest's users write it: digits, optionally followed by K, M or G (binary
+// multiples, either case). Nothing when the text is not one, or the size exceeds 2 GiB.
+std::optional<std::uint64_t> ParseBytes(std::string_view text) {
+  std::uint64_t multiple = 1;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'k': case 'K': multiple = std::uint64_t{1} << 10; break;
+      case 'm': case 'M': multiple = std::uint64_t{1} << 20; break;
+      case 'g': case 'G': multiple = std::uint64_t{1} << 30; break;
+      default: break;
+    }
+    if (multiple != 1) text.remove_suffix(1);
+  }
+  if (text.empty() || text.size() > 10 || text.find_first_not_of("0123456789") != std::string_view::npos) {
+    return std::nullopt;
+  }
+  const std::uint64_t bytes = std::stoull(std::string(text)) * multiple;
+  if (bytes > (std::uint64_t{1} << 31)) return std::nullopt;
+  return bytes;
+}
+
+// -s takes ParseBytes's sizes: the option sees the plain number of bytes.
+CLI::Validator SizeWithSuffix() {
+  return {[](std::string& text) -> std::string {
+            const std::optional<std::uint64_t> bytes = ParseBytes(text);
+            if (!bytes) return fmt::format("{} is not a size in bytes (digits, optionally K, M or G)", text);
+            text = std::to_string(*bytes);
+            return {};
+          },
+          "BYTES[K|M|G]", "size"};
+}
+
 std::vector<ULONG> SweepSizes(const std::string& text) {
   const auto colon = text.find(':');
   auto number = [&](std::string_view digits) -> unsigned long {
-    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos || digits.size() > 10) {
-      throw BadArguments(fmt::format("--sweep {}: expected MIN:MAX in bytes, e.g. 32:32768", text));
-    }
-    return std::stoul(std::string(digits));
+    const std::optional<std::uint64_t> bytes = ParseBytes(digits);
+    if (!bytes) throw BadArguments(fmt::format("--sweep {}: expected MIN:MAX in bytes, e.g. 32:32768 or 32:32K", text));
+    return static_cast<unsigned long>(*bytes);
   };
   if (colon == std::string::npos) throw BadArguments(fmt::format("--sweep {}: expected MIN:MAX, e.g. 32:32768", text));
   const unsigned long lo = number(std::string_view(text).substr(0, colon));
@@ -616,7 +647,9 @@ int main(int argc, char** argv) {
                  fmt::format("the simulated device (hardware profile): {}", fmt::join(ProfileNames(), ", ")))
       ->check(CLI::IsMember(ProfileNames()))
       ->capture_default_str();
-  app.add_option("-s,--size", o.size, fmt::format("message size in bytes (default: {})", fmt::join(kDefaultSizes, ", ")))
+  app.add_option("-s,--size", o.size,
+                 fmt::format("message size in bytes, or with K, M or G (default: {})", fmt::join(kDefaultSizes, ", ")))
+      ->transform(SizeWithSuffix())
       ->check(CLI::Range(0u, 1u << 31));
   app.add_flag("-a,--all", o.all_sizes, "every power of two from 2 B to 8 MiB (as perftest's -a)");
   app.add_option("--sweep", o.sweep, "sizes MIN, 2*MIN, 4*MIN, ... up to MAX bytes (MIN:MAX)");
@@ -673,7 +706,13 @@ int main(int argc, char** argv) {
   app.add_flag("--log", o.log, "every block's trace lines of the last size's last test on stderr (long)");
   app.add_flag("--no-progress", o.no_progress, "no progress bar on stderr");
   app.add_flag("--dry-run", o.dry_run, "check the arguments and the configuration of every size, run nothing");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version end here too (exit 0); every usage error exits 2, as the refused
+    // configurations below do, with CLI11's message naming the option.
+    return app.exit(e) == 0 ? 0 : 2;
+  }
 
   try {
     const Plan plan = MakePlan(o);
