@@ -195,7 +195,7 @@ ucx() {
   done
 }
 
-# ndksim-perf's last line: " Simulator speed : R simulated operations per wall-clock second (...)".
+# ndksim-perf's line on stderr: " Simulator speed : R simulated operations per wall-clock second (...)".
 # In the latency test a round trip is two operations (ping and pong), so 1/R is the wall-clock
 # time of half a round trip. The latency table's row for the size gives t_typical (column 5).
 ndksim() {

@@ -194,6 +194,18 @@ TEST(PerfCli, TheDefaultProfileHasATail) {
   EXPECT_LT(l["t_typical_us"].get<double>(), l["t_max_us"].get<double>());
 }
 
+TEST(PerfCli, StdoutEndsWithTheLastResultRowAndARuleAsPerftestsDoes) {
+  const Outcome o = Perf("--op write -s 64 -n 10 --phases bw --no-progress");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  std::vector<std::string> lines;
+  std::istringstream in(o.out);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_EQ(lines.back().find_first_not_of('-'), std::string::npos) << lines.back();
+  EXPECT_EQ(lines[lines.size() - 2].rfind(" 64 ", 0), 0u) << lines[lines.size() - 2];
+  EXPECT_THAT(o.err, HasSubstr("Simulator speed"));
+}
+
 // ---- bad arguments, each named ---------------------------------------------------------------------
 
 TEST(PerfCli, MoreCoresThanTheProfileHasAreRefusedWithTheLimit) {

@@ -464,8 +464,11 @@ class Run {
       ops += r.simulated_ops;
       wall += r.wall_seconds;
     }
-    std::printf(" Simulator speed : %.0f simulated operations per wall-clock second (%llu in %.2f s)\n",
-                wall > 0 ? static_cast<double>(ops) / wall : 0.0, static_cast<unsigned long long>(ops), wall);
+    // On stderr: stdout ends as perftest's does, with the last result row and a rule, for scripts
+    // that take its last lines.
+    std::fflush(stdout);
+    std::fprintf(stderr, " Simulator speed : %.0f simulated operations per wall-clock second (%llu in %.2f s)\n",
+                 wall > 0 ? static_cast<double>(ops) / wall : 0.0, static_cast<unsigned long long>(ops), wall);
     if (json != nullptr) {
       *json << Json().dump(2) << '\n';
       json->flush();
@@ -636,7 +639,7 @@ int main(int argc, char** argv) {
   Options o;
   CLI::App app{
       "ndksim-perf: perftest's latency and bandwidth tests (ib_write/read/send_lat/bw) on the simulated RNIC.\n"
-      "Times, bandwidths and rates are simulated; the last line gives the simulator's own speed.",
+      "Times, bandwidths and rates are simulated; a line on stderr gives the simulator's own speed.",
       "ndksim-perf"};
   app.get_formatter()->column_width(34);
   app.set_version_flag("-V,--version", fmt::format("ndksim-perf {}", NDKSIM_VERSION_STRING));
