@@ -243,6 +243,16 @@ TEST(WorkloadLatency, WriteLatencyRunsOneAfterAnotherEachSeeTheirOwnWrites) {
   for (int run = 0; run < 300; ++run) ASSERT_GT(w.Latency(1).at(0), 500) << "run " << run;
 }
 
+// Regression: the whole run had one second of simulated time, so a long run (about 500,000
+// iterations) failed as if it had hung.
+TEST(WorkloadLatency, AWriteLatencyRunLongerThanASecondOfSimulatedTimeCompletes) {
+  WorkloadConfig c = Config(Operation::kWrite, 8);
+  c.fabric.profile = profiles::WithoutNoise(profiles::kConnectX100GbeRoce);
+  c.fabric.profile.ack_turnaround = Microseconds(200);  // each round trip waits ~200 us for its ACK
+  Workload w(c);
+  EXPECT_EQ(w.Latency(6000).size(), 6000u);  // ~1.2 s of simulated time
+}
+
 TEST(WorkloadLatency, WriteOfZeroBytesIsRefused) {
   Workload w(Config(Operation::kWrite, 0));
   EXPECT_THROW(w.Latency(1), std::invalid_argument);
