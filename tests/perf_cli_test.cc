@@ -333,6 +333,14 @@ TEST(PerfCli, EveryCommandTheDocsShowIsValid) {
   }
 }
 
+// Regression: --out_json took the next option as its file name and wrote a file of that name.
+TEST(PerfCli, AnOptionAfterOutJsonIsNotTakenForItsFileName) {
+  const Outcome o = Perf("--out_json --no-progress -n 10 --phases bw");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_THAT(o.err, HasSubstr("not the option --no-progress"));
+  EXPECT_FALSE(std::filesystem::exists("--no-progress"));
+}
+
 TEST(PerfCli, ADocumentedCommandMissingAnOptionsValueIsInvalidNotRun) {
   const Outcome o = DryRun(" --out_json");
   EXPECT_NE(o.exit_code, 0);

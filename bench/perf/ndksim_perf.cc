@@ -137,6 +137,16 @@ CLI::Validator SizeWithSuffix() {
           "BYTES[K|M|G]", "size"};
 }
 
+// A file name that is not the next option: `--out_json --no-progress` would otherwise write a file
+// called "--no-progress" (perftest's --out_json is a flag, so its users write it so).
+CLI::Validator NotAnOption() {
+  return {[](const std::string& value) -> std::string {
+            if (value.rfind('-', 0) != 0) return {};
+            return fmt::format("takes a file name, not the option {} (write ./{} for a file of that name)", value, value);
+          },
+          "FILE", "file"};
+}
+
 std::vector<ULONG> SweepSizes(const std::string& text) {
   const auto colon = text.find(':');
   auto number = [&](std::string_view digits) -> unsigned long {
@@ -703,9 +713,11 @@ int main(int argc, char** argv) {
                  "the wire loses each packet with probability P (a seeded fault rule); retransmissions show in "
                  "latency tails and bandwidth")
       ->check(CLI::Range(0.0, 0.5));
-  app.add_option("--out_json,--out-json", o.json_path, "write every figure and the configuration as JSON to FILE");
+  app.add_option("--out_json,--out-json", o.json_path, "write every figure and the configuration as JSON to FILE")
+      ->check(NotAnOption());
   app.add_option("--trace", o.trace_path,
-                 "write the request trace of the last size (bandwidth test, else latency) for Perfetto to FILE");
+                 "write the request trace of the last size (bandwidth test, else latency) for Perfetto to FILE")
+      ->check(NotAnOption());
   app.add_flag("--log", o.log, "every block's trace lines of the last size's last test on stderr (long)");
   app.add_flag("--no-progress", o.no_progress, "no progress bar on stderr");
   app.add_flag("--dry-run", o.dry_run, "check the arguments and the configuration of every size, run nothing");
