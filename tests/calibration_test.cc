@@ -174,10 +174,7 @@ TEST(Calibration, WriteBandwidthAt4KiBIsAtLeast97PercentOfLineRate) {
 
 TEST(Calibration, DmaReadOf64BytesTakesPcieBenchs546Nanoseconds) {
   hw::testing::TwoNodeRig rig(profiles::kConnectX100GbeRoce);
-  TimePoint done{};
-  rig.a->Pcie().DmaRead(64, [&] { done = rig.events.Now(); });
-  rig.Run();
-  EXPECT_NEAR(ToNanoseconds(done), 546, 546 * kTolerance);
+  EXPECT_NEAR(ToNanoseconds(rig.TimeDmaRead(64)), 546, 546 * kTolerance);
 }
 
 // The spread of the same read, repeated: each one alone on the link, so only the latency's noise
@@ -185,13 +182,7 @@ TEST(Calibration, DmaReadOf64BytesTakesPcieBenchs546Nanoseconds) {
 std::vector<double> IsolatedDmaReadsNs(int count) {
   hw::testing::TwoNodeRig rig(profiles::kConnectX100GbeRoce);
   std::vector<double> ns;
-  for (int i = 0; i < count; ++i) {
-    const TimePoint start = rig.events.Now();
-    TimePoint done{};
-    rig.a->Pcie().DmaRead(64, [&] { done = rig.events.Now(); });
-    rig.Run();
-    ns.push_back(ToNanoseconds(done - start));
-  }
+  for (int i = 0; i < count; ++i) ns.push_back(ToNanoseconds(rig.TimeDmaRead(64)));
   std::sort(ns.begin(), ns.end());
   return ns;
 }
@@ -207,10 +198,7 @@ TEST(Calibration, DmaReadsOf64BytesSpreadAsPcieBenchsFromAbout510To580Nanosecond
 // 512 B 706 ns): the host hands a request's data over a line at a time.
 double DmaReadNs(std::uint64_t bytes) {
   hw::testing::TwoNodeRig rig(profiles::WithoutNoise(profiles::kConnectX100GbeRoce));
-  TimePoint done{};
-  rig.a->Pcie().DmaRead(bytes, [&] { done = rig.events.Now(); });
-  rig.Run();
-  return ToNanoseconds(done);
+  return ToNanoseconds(rig.TimeDmaRead(bytes));
 }
 
 TEST(Calibration, DmaReadOf128BytesTakesPcieBenchs573Nanoseconds) {

@@ -33,7 +33,8 @@ TimePoint At(Duration d) { return TimePoint{d}; }
 struct Cpu {
   std::atomic<std::int64_t> now{0};
   hw::HostCpu cpu;
-  explicit Cpu(const HardwareProfile& p = Costed()) : cpu(p, now) {}
+  explicit Cpu(const HardwareProfile& p = Costed(), std::uint64_t seed = 1, std::uint64_t node = 0)
+      : cpu(p, now, seed, node) {}
   void SetNow(Duration d) { now.store(d.count()); }
 };
 
@@ -285,16 +286,10 @@ HardwareProfile Interrupted() {
   return p;
 }
 
-struct SeededCpu {
-  std::atomic<std::int64_t> now{0};
-  hw::HostCpu cpu;
-  SeededCpu(const HardwareProfile& p, std::uint64_t seed, std::uint64_t node = 0) : cpu(p, now, seed, node) {}
-};
-
 TEST(HostCpu, WorkInterruptedWhileItRunsEndsThatMuchLater) {
   HardwareProfile p = Interrupted();
   p.host_post = Microseconds(5);  // long posts, back to back: interruptions strike during them
-  SeededCpu c(p, 1);
+  Cpu c(p, 1);
   const ScopedCore on(0);
   for (int i = 0; i < 1000; ++i) (void)c.cpu.PostWqe(64);
   const Duration work = 1000 * (p.host_post + p.host_doorbell_record);
@@ -306,7 +301,7 @@ TEST(HostCpu, WorkInterruptedWhileItRunsEndsThatMuchLater) {
 TEST(HostCpu, InterruptionsArriveAtTheirMeanInterval) {
   HardwareProfile p = Interrupted();
   p.host_post = Microseconds(5);
-  SeededCpu c(p, 1);
+  Cpu c(p, 1);
   const ScopedCore on(0);
   for (int i = 0; i < 2000; ++i) (void)c.cpu.PostWqe(64);
   // ~10 ms of work: one interruption per 10 us of it on average, +-10%.
@@ -315,7 +310,7 @@ TEST(HostCpu, InterruptionsArriveAtTheirMeanInterval) {
 }
 
 TEST(HostCpu, WorkDueDuringAnInterruptionBeginsWhenItIsOver) {
-  SeededCpu c(Interrupted(), 1);
+  Cpu c(Interrupted(), 1);
   const ScopedCore on(0);
   // A post every 100 ns of engine time, for 10 ms; the core is idle between them.
   Duration longest_wait{};
@@ -335,7 +330,7 @@ TEST(HostCpu, WorkDueDuringAnInterruptionBeginsWhenItIsOver) {
 }
 
 std::vector<TimePoint> CoreClocksAfterPosting(std::uint64_t seed, std::uint64_t node, const HardwareProfile& p) {
-  SeededCpu c(p, seed, node);
+  Cpu c(p, seed, node);
   std::vector<TimePoint> clocks;
   for (std::uint32_t core = 0; core < 4; ++core) {
     const ScopedCore on(core);

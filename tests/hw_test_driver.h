@@ -133,9 +133,10 @@ struct TwoNodeRig {
   std::unique_ptr<RawQp> qp_a;
   std::unique_ptr<RawQp> qp_b;
 
-  explicit TwoNodeRig(const HardwareProfile& profile = profiles::kFunctional, std::uint32_t cq_entries = 256) {
-    a = std::make_unique<Nic>(0, profile, events, host_a, network, tracer, 1);
-    b = std::make_unique<Nic>(1, profile, events, host_b, network, tracer, 1);
+  explicit TwoNodeRig(const HardwareProfile& profile = profiles::kFunctional, std::uint32_t cq_entries = 256,
+                      std::uint64_t seed = 1) {
+    a = std::make_unique<Nic>(0, profile, events, host_a, network, tracer, seed);
+    b = std::make_unique<Nic>(1, profile, events, host_b, network, tracer, seed);
     network.Attach(*a);
     network.Attach(*b);
     a->SetEventQueue(&events_a, 0);
@@ -159,6 +160,15 @@ struct TwoNodeRig {
     MemoryRegistration r{pd, reinterpret_cast<std::uint64_t>(buf), len, static_cast<std::byte*>(buf), access};
     NDKSIM_CHECK(nic.RegisterMemory(r, &key) == CommandStatus::kOk);
     return key;
+  }
+
+  // Node a's DMA read of `bytes`, alone on the link: how long it takes.
+  Duration TimeDmaRead(std::uint64_t bytes) {
+    const TimePoint start = events.Now();
+    TimePoint done{};
+    a->Pcie().DmaRead(bytes, [&] { done = events.Now(); });
+    Run();
+    return done - start;
   }
 
   void Run() {

@@ -2,20 +2,10 @@
 // Fault rules: validation, matching, seeded decisions, counting and tracing.
 #include "fault_injector.h"
 
+#include "hwmodel/noise.h"
 #include "ndksim/trace.h"
 
 namespace ndksim {
-
-namespace {
-
-std::uint64_t SplitMix64(std::uint64_t* state) {
-  std::uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
 
 std::vector<std::string> Validate(const FaultRule& rule) {
   std::vector<std::string> errors;
@@ -147,8 +137,7 @@ const FaultRule* FaultInjector::Decide(FaultPoint point, const FaultEvent& event
     const std::uint64_t seen = s.stats.considered++;
     if (seen < s.rule.skip) continue;
     if (s.rule.probability < 1.0) {
-      // 53 random bits as a double in [0, 1).
-      const double draw = static_cast<double>(SplitMix64(&s.rng) >> 11) * 0x1.0p-53;
+      const double draw = hw::UnitInterval(hw::SplitMix64Next(s.rng));
       if (draw >= s.rule.probability) continue;
     }
     ++s.stats.fired;

@@ -7,6 +7,7 @@
 #include <span>
 
 #include "common/check.h"
+#include "hwmodel/noise.h"
 #include "connection.h"
 #include "cq.h"
 #include "qp.h"
@@ -163,11 +164,7 @@ Driver::Completion Driver::ChooseCompletion() {
     case AsyncCompletion::kMixed: break;
   }
   // splitmix64: cheap, and every node's sequence is fixed by the fabric seed.
-  std::uint64_t z = (completion_rng_ += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
-  return (z & 1) != 0 ? Completion::kDpc : Completion::kInline;
+  return (hw::SplitMix64Next(completion_rng_) & 1) != 0 ? Completion::kDpc : Completion::kInline;
 }
 
 // ---- deferred work -------------------------------------------------------------------------------

@@ -25,6 +25,10 @@ constexpr std::uint64_t NoiseDraw(std::uint64_t seed, std::uint64_t stream, std:
   return MixBits(MixBits(seed ^ MixBits(stream + 0x9e3779b97f4a7c15ull)) + index * 0x9e3779b97f4a7c15ull);
 }
 
+// splitmix64 as a sequential generator: advances `state` and returns its next value (the fault
+// rules' and the provider's seeded sequences).
+constexpr std::uint64_t SplitMix64Next(std::uint64_t& state) { return MixBits(state += 0x9e3779b97f4a7c15ull); }
+
 // A draw as a double in [0, 1), from its top 53 bits.
 constexpr double UnitInterval(std::uint64_t draw) { return static_cast<double>(draw >> 11) * 0x1.0p-53; }
 
