@@ -87,6 +87,17 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{"read_context_turnaround", [](HardwareProfile& p) { p.read_context_turnaround = Cycles{-1}; }},
         BadField{"packet_processing", [](HardwareProfile& p) { p.packet_processing = Cycles{-1}; }},
         BadField{"qp_transmit_buffer_bytes", [](HardwareProfile& p) { p.qp_transmit_buffer_bytes = 1024; }},
+        BadField{"qp_context_cache_entries", [](HardwareProfile& p) { p.qp_context_cache_entries = (1u << 20) + 1; }},
+        BadField{"qp_context_cache_ways",
+                 [](HardwareProfile& p) {
+                   p.qp_context_cache_entries = 100;
+                   p.qp_context_cache_ways = 3;
+                 }},
+        BadField{"qp_context_bytes",
+                 [](HardwareProfile& p) {
+                   p.qp_context_cache_entries = 64;
+                   p.qp_context_bytes = 0;
+                 }},
         BadField{"link_rate", [](HardwareProfile& p) { p.link_rate = BitRate{-1}; }},
         BadField{"port_transmit_latency", [](HardwareProfile& p) { p.port_transmit_latency = Nanoseconds(-2); }},
         BadField{"port_receive_latency", [](HardwareProfile& p) { p.port_receive_latency = Nanoseconds(-2); }},

@@ -141,6 +141,7 @@ class Node {
 
  private:
   friend struct sim::NodeAccess;
+  friend class Fabric;
   std::optional<std::uint32_t> QpNumberNow(NDK_QP* qp) const;
   std::optional<QpCounters> CountersOfNow(NDK_QP* qp) const;
   std::unique_ptr<Impl> impl_;

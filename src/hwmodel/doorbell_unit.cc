@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "completion_engine.h"
+#include "context_cache.h"
 #include "contexts.h"
 #include "pcie_link.h"
 #include "processing_units.h"
@@ -82,7 +83,9 @@ void DoorbellUnit::OnArrival(const Doorbell& doorbell) {
       // The QP's processing unit handles the doorbell (context lookup, scheduling); only then does
       // the register take the new index and WQE fetch see the WQEs it covers.
       const Qpn qpn = qp->qpn;
-      const TimePoint handled = nic_.Units().Run(qpn, nic_.Profile().doorbell_processing, events_.Now());
+      const TimePoint now = events_.Now();
+      const TimePoint handled =
+          nic_.Units().Run(qpn, nic_.Profile().doorbell_processing, now, nic_.QpContexts().Access(qpn.value, now));
       const std::uint32_t index = doorbell.index;
       const bool has_wqe = doorbell.wqe_bytes > 0;
       events_.Schedule(handled, EventPriority::kDevice, [this, qpn, has_wqe, index] {

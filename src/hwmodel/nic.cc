@@ -8,6 +8,7 @@
 
 #include "completer.h"
 #include "completion_engine.h"
+#include "context_cache.h"
 #include "contexts.h"
 #include "doorbell_unit.h"
 #include "hwmodel/host.h"
@@ -47,6 +48,9 @@ Nic::Nic(NodeId id, const HardwareProfile& profile, EventQueue& events, Host& ho
       cqs_(1, profile_.max_cqs),
       srqs_(1, profile_.max_cqs),  // the profile has no separate SRQ count: as many as CQs
       pcie_(std::make_unique<PcieLink>(*this, events, seed)),
+      qp_contexts_(std::make_unique<ContextCache>(profile_.qp_context_cache_entries, profile_.qp_context_cache_ways,
+                                                  profile_.qp_context_bytes,
+                                                  pcie_.get(), counters_.qp_context_hits, counters_.qp_context_misses)),
       doorbell_unit_(std::make_unique<DoorbellUnit>(*this, events)),
       wqe_fetch_(std::make_unique<WqeFetch>(*this, events)),
       translation_(std::make_unique<Translation>(*this, seed ^ (std::uint64_t{id} << 32))),
@@ -305,6 +309,7 @@ CommandStatus Nic::DestroyQp(Qpn qpn) {
   --FindCq(qp->receive_cq)->qps;
   if (SrqContext* srq = FindSrq(qp->srq); srq != nullptr) --srq->qps;
   qps_.Free(qpn.value);
+  qp_contexts_->Forget(qpn.value);
   return CommandStatus::kOk;
 }
 

@@ -41,6 +41,7 @@ class CompletionEngine;
 class Port;
 class Network;
 class ProcessingUnits;
+class ContextCache;
 struct QpContext;
 struct CqContext;
 struct SrqContext;
@@ -146,6 +147,8 @@ class Nic {  // NOLINT(clang-analyzer-optin.performance.Padding)
   Completer& Comp() { return *completer_; }
   CompletionEngine& Cqes() { return *completion_engine_; }
   ProcessingUnits& Units() { return *units_; }
+  // The on-chip QP-context cache (context_cache.h): when a QP's context is there for work now.
+  ContextCache& QpContexts() { return *qp_contexts_; }
   // A fault hook point of this NIC: the fault rule that acts on this event (counted in
   // faults_injected and traced), or nullptr. One test when no rule is armed at `point`.
   const FaultRule* InjectFault(FaultPoint point, std::uint32_t qpn, std::uint32_t peer = 0,
@@ -214,6 +217,7 @@ class Nic {  // NOLINT(clang-analyzer-optin.performance.Padding)
   std::uint32_t next_pd_ = 1;
 
   std::unique_ptr<PcieLink> pcie_;
+  std::unique_ptr<ContextCache> qp_contexts_;
   std::unique_ptr<DoorbellUnit> doorbell_unit_;
   std::unique_ptr<WqeFetch> wqe_fetch_;
   std::unique_ptr<Translation> translation_;

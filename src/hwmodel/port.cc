@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "completer.h"
+#include "context_cache.h"
 #include "contexts.h"
 #include "responder.h"
 #include "ndksim/trace.h"
@@ -132,6 +133,25 @@ void Port::Receive(std::uint32_t id) {
     network_.Pool().Release(id);
     return;
   }
+  // The receive pipeline needs the destination QP's context: a packet whose context is not on chip
+  // waits for it, while packets for other QPs go on.
+  if (pkt.opcode != PacketOpcode::kManagement) {
+    const TimePoint now = events_.Now();
+    const TimePoint context = nic_.QpContexts().Access(pkt.destination_qpn.value, now);
+    if (context > now) {
+      events_.Schedule(context, EventPriority::kWire, [this, id] { Deliver(id); });
+      return;
+    }
+  }
+  Deliver(id);
+}
+
+void Port::Deliver(std::uint32_t id) {
+  if (nic_.Fatal()) {
+    network_.Pool().Release(id);
+    return;
+  }
+  const Packet& pkt = network_.Pool().Get(id);
   // The receiving block owns the packet from here and releases it when its payload is placed.
   if (pkt.opcode == PacketOpcode::kManagement) {
     nic_.DeliverManagementDatagram(pkt.payload, pkt.source_node);

@@ -36,7 +36,8 @@ class Port {
 
   // Takes ownership of packet `id` and puts it on the wire; returns when its first byte goes out.
   TimePoint Transmit(std::uint32_t id);
-  // A packet arrived from the wire: hands it to the responder or the completer.
+  // A packet arrived from the wire: hands it to the responder or the completer once its QP's
+  // context is on chip.
   void Receive(std::uint32_t id);
 
   PacketPool& Pool();
@@ -51,6 +52,9 @@ class Port {
   Network& network_;
   TimePoint tx_free_{};
   WaitList waiters_;
+
+  // Hands a received packet to the block that takes it.
+  void Deliver(std::uint32_t id);
 };
 
 // The links between ports. Two nodes are joined back to back; more meet at one switch.

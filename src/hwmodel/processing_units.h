@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hwmodel/host_interface.h"
+#include "link_direction.h"
 #include "ndksim/profile.h"
 #include "ndksim/time.h"
 
@@ -16,19 +17,19 @@ namespace ndksim::hw {
 
 class ProcessingUnits {
  public:
-  explicit ProcessingUnits(const HardwareProfile& p) : clock_(p.nic_clock), free_(p.processing_units) {}
+  explicit ProcessingUnits(const HardwareProfile& p) : clock_(p.nic_clock), units_(p.processing_units) {}
 
   // Occupies the unit of `qpn` for `cycles`, starting at `now` or when it is next free; returns
-  // when the work is done.
-  TimePoint Run(Qpn qpn, Cycles cycles, TimePoint now) {
-    TimePoint& free = free_[qpn.value % free_.size()];
-    free = std::max(now, free) + clock_.ToDuration(cycles);
-    return free;
+  // when the work is done. The work needs the QP's context, on chip from `context` on (later than
+  // `now` after a context-cache miss): it waits for it, and the unit serves other QPs' work that is
+  // ready meanwhile, so it runs in the first idle stretch of the unit from then on.
+  TimePoint Run(Qpn qpn, Cycles cycles, TimePoint now, TimePoint context = {}) {
+    return units_[qpn.value % units_.size()].Book(now, std::max(now, context), clock_.ToDuration(cycles));
   }
 
  private:
   ClockDomain clock_;
-  std::vector<TimePoint> free_;
+  std::vector<LinkDirection> units_;  // each unit's timeline of booked work
 };
 
 }  // namespace ndksim::hw

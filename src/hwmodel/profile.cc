@@ -74,6 +74,12 @@ std::vector<std::string> Validate(const HardwareProfile& p) {
   require(p.read_response_processing.count >= 0, "read_response_processing", "must not be negative");
   require(p.read_context_turnaround.count >= 0, "read_context_turnaround", "must not be negative");
   require(p.packet_processing.count >= 0, "packet_processing", "must not be negative");
+  require(p.qp_context_cache_entries <= (1u << 20), "qp_context_cache_entries", "must be 0..1048576 (0 = every context on chip)");
+  require(p.qp_context_cache_entries == 0 || (p.qp_context_cache_ways >= 1 && p.qp_context_cache_ways <= 64 &&
+                                              p.qp_context_cache_entries % p.qp_context_cache_ways == 0),
+          "qp_context_cache_ways", "must be 1..64 and divide qp_context_cache_entries");
+  require(p.qp_context_cache_entries == 0 || (p.qp_context_bytes >= 1 && p.qp_context_bytes <= 4096),
+          "qp_context_bytes", "must be 1..4096");
   require(p.qp_transmit_buffer_bytes >= p.mtu_bytes, "qp_transmit_buffer_bytes", "must hold at least one MTU");
   require(p.link_rate.bits_per_second >= 0, "link_rate", "must not be negative (0 = unlimited)");
   require(p.port_transmit_latency >= zero, "port_transmit_latency", "must not be negative");

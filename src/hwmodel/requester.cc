@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "completer.h"
+#include "context_cache.h"
 #include "contexts.h"
 #include "pcie_link.h"
 #include "port.h"
@@ -72,7 +73,9 @@ void Requester::Schedule(QpContext& qp) {
   // The unit runs at most a few WQEs ahead of the segmenter; it resumes as packets leave.
   if (r.next_exec - r.segment_next >= kMaxWqesAhead) return;
   r.scheduled = true;
-  const TimePoint done = nic_.Units().Run(qp.qpn, nic_.Profile().wqe_processing, events_.Now());
+  const TimePoint now = events_.Now();
+  const TimePoint done =
+      nic_.Units().Run(qp.qpn, nic_.Profile().wqe_processing, now, nic_.QpContexts().Access(qp.qpn.value, now));
   const Qpn qpn = qp.qpn;
   const std::uint64_t generation = r.generation;
   events_.Schedule(done, EventPriority::kDevice, [this, qpn, generation] { Step(qpn, generation); });

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "completion_engine.h"
+#include "context_cache.h"
 #include "contexts.h"
 #include "pcie_link.h"
 #include "port.h"
@@ -514,7 +515,7 @@ void Responder::SetUpNextRead(QpContext& qp) {
   const auto& p = nic_.Profile();
   r.read_context_free = now + p.nic_clock.ToDuration(p.read_context_turnaround);
   InboundRead& read = r.reads[r.setup_next++ % kInboundReadSlots];
-  read.start = nic_.Units().Run(qp.qpn, p.read_response_processing, now);
+  read.start = nic_.Units().Run(qp.qpn, p.read_response_processing, now, nic_.QpContexts().Access(qp.qpn.value, now));
   r.setup_pending = true;
   const Qpn qpn = qp.qpn;
   const std::uint32_t generation = r.setup_generation;

@@ -152,7 +152,10 @@ Fabric::Fabric(FabricConfig config) : impl_(std::make_unique<Impl>()) {
 
 Fabric::~Fabric() {
   impl_->engine.Stop(StopMode::kNow);
-  // Drivers close what consumers left open before the NICs and the network go away.
+  // Drivers close what consumers left open before the NICs and the network go away: every node's
+  // first, while every NIC is still there, since closing a connector sends its peer a disconnect
+  // through the network, which looks the peer's address up among all the NICs.
+  for (auto& node : impl_->nodes) node->impl_->driver.reset();
   for (auto& node : impl_->nodes) node.reset();
 }
 

@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: MIT
+// The swarm workload (include/ndksim/swarm.h): machines, their threads, the QPs between them, and
+// the loop that keeps every thread's window of reads full.
+#include "ndksim/swarm.h"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "ndksim/harness.h"
+#include "ndksim/host_cpu.h"
+
+namespace ndksim {
+
+double SwarmResult::MeanRate() const {
+  if (rate_per_machine.empty()) return 0;
+  return std::accumulate(rate_per_machine.begin(), rate_per_machine.end(), 0.0) /
+         static_cast<double>(rate_per_machine.size());
+}
+
+namespace {
+
+constexpr USHORT kListenPort = 7471;
+
+void Check(const char* step, NTSTATUS s) {
+  if (s != STATUS_SUCCESS) throw HarnessError(step, s);
+}
+
+void OnRequestDone(PVOID ctx, NTSTATUS status) { *static_cast<NTSTATUS*>(ctx) = status; }
+void OnDisconnect(PVOID /*ctx*/) {}
+void OnCqNotify(PVOID /*ctx*/, NTSTATUS /*status*/) {}
+
+}  // namespace
+
+struct Swarm::Impl {
+  // A connected QP of a thread, and where its peer thread's buffer is.
+  struct Link {
+    NDK_QP* qp = nullptr;
+    std::uint64_t remote_address = 0;
+    UINT32 remote_token = 0;
+  };
+  struct Thread {
+    std::uint32_t machine = 0;
+    std::uint32_t core = 0;
+    NDK_CQ* cq = nullptr;
+    std::unique_ptr<RegisteredBuffer> buffer;
+    std::vector<NDK_QP*> qps;  // indexed by machine * vms + v; those for its own machine idle
+    std::vector<Link> links;   // the connected ones
+    std::size_t outstanding = 0;
+    std::uint64_t completed = 0;
+    std::mt19937_64 rng;
+  };
+  struct Machine {
+    Node* node = nullptr;
+    NDK_ADAPTER* adapter = nullptr;
+    NDK_PD* pd = nullptr;
+    NDK_LISTENER* listener = nullptr;
+    NDK_CONNECTOR* incoming = nullptr;  // the listener's latest connect request
+    std::vector<NDK_CONNECTOR*> connectors;
+  };
+
+  explicit Impl(const SwarmConfig& c) : config(c), fabric(c.fabric) {}
+
+  SwarmConfig config;
+  Fabric fabric;
+  std::vector<Machine> machines;
+  std::vector<Thread> threads;  // machine-major
+
+  Thread& ThreadOf(std::size_t machine, std::size_t t) {
+    return threads[machine * static_cast<std::size_t>(config.threads) + t];
+  }
+
+  static void OnConnectEvent(PVOID ctx, NDK_CONNECTOR* connector) {
+    static_cast<Machine*>(ctx)->incoming = connector;
+  }
+
+  void Open(std::size_t m) {
+    Machine& mc = machines[m];
+    const std::string address = fmt::format("10.0.{}.{}", m / 250, m % 250 + 1);
+    mc.node = &fabric.AddNode({fmt::format("m{}", m), {address}});
+    Check("OpenAdapter", mc.node->OpenAdapter(NDK_VERSION{2, 1}, &mc.adapter));
+    const NDK_ADAPTER_DISPATCH* ad = mc.adapter->Dispatch;
+    Check("NdkCreatePd", ad->NdkCreatePd(mc.adapter, nullptr, nullptr, &mc.pd));
+    Check("NdkCreateListener", ad->NdkCreateListener(mc.adapter, OnConnectEvent, &mc, nullptr, nullptr, &mc.listener));
+    SOCKADDR_INET listen = mc.node->SocketAddress(kListenPort);
+    Check("NdkListen", mc.listener->Dispatch->NdkListen(mc.listener, reinterpret_cast<PSOCKADDR>(&listen),
+                                                        sizeof(SOCKADDR_IN), nullptr, nullptr));
+    const auto nqp = static_cast<std::size_t>(config.machines * config.vms);
+    const ULONG cq_depth = static_cast<ULONG>(config.window + 1);
+    for (int t = 0; t < config.threads; ++t) {
+      Thread& th = ThreadOf(m, static_cast<std::size_t>(t));
+      th.machine = static_cast<std::uint32_t>(m);
+      th.core = static_cast<std::uint32_t>(t);
+      th.rng.seed(config.fabric.seed * 0x9E3779B97F4A7C15ull + m * 1000003u + static_cast<std::uint64_t>(t));
+      Check("NdkCreateCq", ad->NdkCreateCq(mc.adapter, cq_depth, OnCqNotify, nullptr, nullptr, nullptr, nullptr, &th.cq));
+      th.buffer = std::make_unique<RegisteredBuffer>(
+          mc.pd, config.buffer_bytes,
+          NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ | NDK_MR_FLAG_ALLOW_REMOTE_WRITE);
+      th.qps.resize(nqp);
+      for (NDK_QP*& qp : th.qps) {
+        Check("NdkCreateQp", mc.pd->Dispatch->NdkCreateQp(mc.pd, th.cq, th.cq, nullptr, 1,
+                                                          static_cast<ULONG>(config.window + 1), 1, 1, 0, nullptr,
+                                                          nullptr, &qp));
+      }
+    }
+  }
+
+  // Connects `qa` of machine a to `qb` of machine b (b's listener accepts).
+  void Connect(std::size_t a, NDK_QP* qa, std::size_t b, NDK_QP* qb) {
+    Machine& ma = machines[a];
+    Machine& mb = machines[b];
+    NDK_CONNECTOR* ca = nullptr;
+    Check("NdkCreateConnector", ma.adapter->Dispatch->NdkCreateConnector(ma.adapter, nullptr, nullptr, &ca));
+    ma.connectors.push_back(ca);
+    SOCKADDR_INET src = ma.node->SocketAddress(0);
+    SOCKADDR_INET dst = mb.node->SocketAddress(kListenPort);
+    mb.incoming = nullptr;
+    NTSTATUS connect_status = STATUS_PENDING;
+    NTSTATUS s = ca->Dispatch->NdkConnect(ca, qa, reinterpret_cast<PSOCKADDR>(&src), sizeof(SOCKADDR_IN),
+                                          reinterpret_cast<PSOCKADDR>(&dst), sizeof(SOCKADDR_IN), config.read_limit,
+                                          config.read_limit, nullptr, 0, OnRequestDone, &connect_status);
+    if (s != STATUS_PENDING) connect_status = s;
+    fabric.RunUntil([&] { return mb.incoming != nullptr || connect_status != STATUS_PENDING; });
+    if (mb.incoming == nullptr) Check("NdkConnect", connect_status == STATUS_PENDING ? STATUS_IO_TIMEOUT : connect_status);
+    NDK_CONNECTOR* cb = mb.incoming;
+    mb.connectors.push_back(cb);
+    NTSTATUS accept_status = STATUS_PENDING;
+    s = cb->Dispatch->NdkAccept(cb, qb, config.read_limit, config.read_limit, nullptr, 0, OnDisconnect, nullptr,
+                                OnRequestDone, &accept_status);
+    if (s != STATUS_PENDING) accept_status = s;
+    fabric.RunUntil([&] { return connect_status != STATUS_PENDING; });
+    Check("NdkConnect", connect_status);
+    NTSTATUS complete_status = STATUS_PENDING;
+    s = ca->Dispatch->NdkCompleteConnect(ca, OnDisconnect, nullptr, OnRequestDone, &complete_status);
+    if (s != STATUS_PENDING) complete_status = s;
+    fabric.RunUntil([&] { return complete_status != STATUS_PENDING && accept_status != STATUS_PENDING; });
+    Check("NdkCompleteConnect", complete_status);
+    Check("NdkAccept", accept_status);
+  }
+
+  void Build() {
+    const auto nm = static_cast<std::size_t>(config.machines);
+    const auto nt = static_cast<std::size_t>(config.threads);
+    const auto nv = static_cast<std::size_t>(config.vms);
+    machines.resize(nm);
+    threads.resize(nm * nt);
+    for (std::size_t m = 0; m < nm; ++m) Open(m);
+    // Thread t's QP for (k, v) on machine m meets thread t's QP for (m, v) on machine k.
+    for (std::size_t m = 0; m < nm; ++m) {
+      for (std::size_t k = m + 1; k < nm; ++k) {
+        for (std::size_t t = 0; t < nt; ++t) {
+          Thread& tm = ThreadOf(m, t);
+          Thread& tk = ThreadOf(k, t);
+          for (std::size_t v = 0; v < nv; ++v) {
+            NDK_QP* qm = tm.qps[k * nv + v];
+            NDK_QP* qk = tk.qps[m * nv + v];
+            Connect(m, qm, k, qk);
+            tm.links.push_back(Link{qm, tk.buffer->Address(), tk.buffer->RemoteToken()});
+            tk.links.push_back(Link{qk, tm.buffer->Address(), tm.buffer->RemoteToken()});
+          }
+        }
+      }
+    }
+  }
+
+  // Posts reads until the thread's window is full.
+  void Fill(Thread& th) {
+    if (th.links.empty()) return;
+    const ScopedCore on(th.core);
+    const std::size_t span = config.buffer_bytes - config.bytes + 1;
+    while (th.outstanding < config.window) {
+      const Link& l = th.links[th.rng() % th.links.size()];
+      const std::size_t local = th.rng() % span;
+      const std::size_t remote = th.rng() % span;
+      const NDK_SGE sge = th.buffer->Sge(local, config.bytes);
+      Check("NdkRead", l.qp->Dispatch->NdkRead(l.qp, nullptr, &sge, 1, l.remote_address + remote, l.remote_token, 0));
+      ++th.outstanding;
+    }
+  }
+
+  // Takes every thread's completions; true if there were any.
+  bool Reap(bool counting, std::vector<Thread*>& refill) {
+    NDK_RESULT results[64];
+    bool any = false;
+    for (Thread& th : threads) {
+      if (th.outstanding == 0) continue;
+      const ScopedCore on(th.core);
+      const ULONG n = th.cq->Dispatch->NdkGetCqResults(th.cq, results, 64);
+      if (n == 0) continue;
+      for (ULONG i = 0; i < n; ++i) Check("swarm read", results[i].Status);
+      th.outstanding -= n;
+      if (counting) th.completed += n;
+      refill.push_back(&th);
+      any = true;
+    }
+    return any;
+  }
+};
+
+Swarm::Swarm(const SwarmConfig& c) {
+  const HardwareProfile& p = c.fabric.profile;
+  auto refuse = [](const std::string& why) { throw std::invalid_argument("swarm: " + why); };
+  if (c.machines < 2) refuse(fmt::format("machines is {}; a swarm needs at least 2", c.machines));
+  if (c.threads < 1 || static_cast<std::uint64_t>(c.threads) > p.host_cores) {
+    refuse(fmt::format("threads is {}; profile {} has 1..{} cores per node", c.threads, p.name, p.host_cores));
+  }
+  if (c.vms < 1) refuse(fmt::format("vms is {}; it must be at least 1", c.vms));
+  const std::uint64_t qps = std::uint64_t(c.threads) * std::uint64_t(c.machines) * std::uint64_t(c.vms);
+  if (qps > p.max_qps) refuse(fmt::format("{} QPs per machine; profile {} holds at most {}", qps, p.name, p.max_qps));
+  if (c.window < 1 || c.window + 1 > p.max_initiator_queue_depth || c.window + 1 > p.max_cq_depth) {
+    refuse(fmt::format("a window of {} does not fit profile {}'s queues", c.window, p.name));
+  }
+  if (c.bytes < 1 || c.bytes > p.max_transfer_bytes || c.bytes > c.buffer_bytes) {
+    refuse(fmt::format("reads of {} bytes do not fit a {}-byte buffer (profile {}: at most {} per transfer)", c.bytes,
+                       c.buffer_bytes, p.name, p.max_transfer_bytes));
+  }
+  impl_ = std::make_unique<Impl>(c);
+  impl_->Build();
+}
+
+Swarm::~Swarm() = default;
+
+std::size_t Swarm::QpsPerMachine() const {
+  const SwarmConfig& c = impl_->config;
+  return static_cast<std::size_t>(c.threads) * static_cast<std::size_t>(c.machines) * static_cast<std::size_t>(c.vms);
+}
+
+std::size_t Swarm::ActiveQpsPerMachine() const {
+  const SwarmConfig& c = impl_->config;
+  return static_cast<std::size_t>(c.threads) * static_cast<std::size_t>(c.machines - 1) *
+         static_cast<std::size_t>(c.vms);
+}
+
+Fabric& Swarm::fabric() { return impl_->fabric; }
+
+SwarmResult Swarm::Run(Duration warmup, Duration measure) {
+  Impl& s = *impl_;
+  for (Impl::Thread& th : s.threads) th.completed = 0;
+  const TimePoint counting_from = s.fabric.Now() + warmup;
+  const TimePoint end = counting_from + measure;
+  std::vector<Impl::Thread*> refill;
+  for (Impl::Thread& th : s.threads) s.Fill(th);
+  while (s.fabric.Now() < end) {
+    refill.clear();
+    const bool counting = s.fabric.Now() >= counting_from;
+    const TimePoint before = s.fabric.Now();
+    const RunResult r = s.fabric.RunUntil([&] { return s.Reap(counting && s.fabric.Now() >= counting_from, refill); },
+                                          std::min<Duration>(end - s.fabric.Now(), Milliseconds(1000)));
+    if (!r && r.stop != RunStop::kTimeLimit) {
+      throw HarnessError(fmt::format("swarm: the fabric went idle with reads outstanding (at {} ns)",
+                                     ToNanoseconds(s.fabric.Now() - TimePoint{})),
+                         STATUS_IO_TIMEOUT);
+    }
+    if (!r && s.fabric.Now() - before >= Milliseconds(1000)) {
+      throw HarnessError("swarm: no read completed for a second of simulated time", STATUS_IO_TIMEOUT);
+    }
+    for (Impl::Thread* th : refill) s.Fill(*th);
+  }
+  SwarmResult result;
+  result.measured = measure;
+  result.rate_per_machine.assign(s.machines.size(), 0.0);
+  for (const Impl::Thread& th : s.threads) {
+    result.rate_per_machine[th.machine] += static_cast<double>(th.completed) / ToNanoseconds(measure) * 1e3;
+  }
+  return result;
+}
+
+}  // namespace ndksim

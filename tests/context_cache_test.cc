@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: MIT
+// The on-NIC context cache (src/hwmodel/context_cache.h) alone, over a real PCIe link, and the QP
+// context cache as the NIC uses it.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "hw_test_driver.h"
+#include "hwmodel/context_cache.h"
+#include "hwmodel/pcie_link.h"
+
+namespace ndksim::hw {
+namespace {
+
+using testing::TwoNodeRig;
+
+// A cache of `capacity` entries in one set (so the test knows which entries compete), filled over
+// node a's PCIe link of the default profile, counting into its own counters.
+struct CacheRig {
+  TwoNodeRig rig{profiles::WithoutNoise(profiles::kConnectX100GbeRoce)};
+  std::uint64_t hits = 0;
+  std::uint64_t misses = 0;
+  ContextCache cache;
+  explicit CacheRig(std::uint32_t capacity, std::uint32_t ways, std::uint32_t bytes = 64)
+      : cache(capacity, ways, bytes, &rig.a->Pcie(), hits, misses) {}
+  TimePoint Now() const { return rig.events.Now(); }
+};
+
+TEST(ContextCache, AMissWaitsForAReadOfTheEntryOverPcie) {
+  CacheRig r(4, 4);
+  const std::uint64_t reads = r.rig.a->Counters().dma_reads;
+  const TimePoint ready = r.cache.Access(7, r.Now());
+  EXPECT_GT(ready, r.Now());
+  EXPECT_EQ(r.misses, 1u);
+  EXPECT_EQ(r.rig.a->Counters().dma_reads, reads + 1);
+  EXPECT_EQ(r.rig.a->Counters().dma_read_bytes, 64u);
+}
+
+TEST(ContextCache, ALookupDuringTheFillWaitsForThatFillAndReadsNothingMore) {
+  CacheRig r(4, 4);
+  const TimePoint ready = r.cache.Access(7, r.Now());
+  const std::uint64_t reads = r.rig.a->Counters().dma_reads;
+  EXPECT_EQ(r.cache.Access(7, r.Now()), ready);
+  EXPECT_EQ(r.rig.a->Counters().dma_reads, reads);
+  EXPECT_EQ(r.hits, 1u);
+}
+
+TEST(ContextCache, AHitAfterTheFillLandedCostsNoTime) {
+  CacheRig r(4, 4);
+  const TimePoint ready = r.cache.Access(7, r.Now());
+  r.rig.events.AdvanceTo(ready);  // the fill has landed
+  EXPECT_EQ(r.cache.Access(7, r.Now()), r.Now());
+  EXPECT_EQ(r.hits, 1u);
+  EXPECT_EQ(r.misses, 1u);
+}
+
+TEST(ContextCache, AMissReplacesTheLeastRecentlyUsedEntryOfItsSet) {
+  CacheRig r(2, 2);  // one set of two
+  (void)r.cache.Access(1, r.Now());
+  (void)r.cache.Access(2, r.Now());
+  (void)r.cache.Access(1, r.Now());  // 2 is now the least recently used
+  (void)r.cache.Access(3, r.Now());
+  EXPECT_TRUE(r.cache.Holds(1));
+  EXPECT_FALSE(r.cache.Holds(2));
+  EXPECT_TRUE(r.cache.Holds(3));
+  EXPECT_EQ(r.misses, 3u);
+}
+
+TEST(ContextCache, AForgottenKeyMissesAgain) {
+  CacheRig r(2, 2);
+  (void)r.cache.Access(1, r.Now());
+  r.cache.Forget(1);
+  EXPECT_FALSE(r.cache.Holds(1));
+  (void)r.cache.Access(1, r.Now());
+  EXPECT_EQ(r.misses, 2u);
+}
+
+TEST(ContextCache, WithNoEntriesEveryContextIsOnChip) {
+  CacheRig r(0, 1);
+  const std::uint64_t reads = r.rig.a->Counters().dma_reads;
+  EXPECT_EQ(r.cache.Access(7, r.Now()), r.Now());
+  EXPECT_EQ(r.rig.a->Counters().dma_reads, reads);
+  EXPECT_EQ(r.hits + r.misses, 0u);
+}
+
+// Keys spread over the sets of a direct-mapped cache by a hash: with half as many keys as
+// entries, some share a set and evict each other, so a round over every key misses on some.
+TEST(ContextCache, KeysThatShareASetOfADirectMappedCacheEvictEachOther) {
+  CacheRig r(256, 1);
+  for (int round = 0; round < 2; ++round) {
+    for (std::uint64_t key = 0; key < 128; ++key) (void)r.cache.Access(key, r.Now());
+  }
+  EXPECT_GT(r.misses, 128u);  // the first round's 128, and more in the second
+  EXPECT_LT(r.misses, 256u);  // most keys have a set to themselves
+}
+
+TEST(QpContextCache, ANicWithTheCacheCountsADoorbellsContextMiss) {
+  HardwareProfile p = profiles::WithoutNoise(profiles::kConnectIbFdr);
+  TwoNodeRig rig(p);
+  std::uint64_t value = 42;
+  std::uint64_t dst = 0;
+  const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, &dst, sizeof dst, access::kRemoteWrite | access::kLocalWrite);
+  const NicCounters before = rig.a->Counters();
+  rig.qp_a->PostInline(WqeOpcode::kWrite, &value, sizeof value, reinterpret_cast<std::uint64_t>(&dst), rkey.value);
+  rig.Run();
+  EXPECT_EQ(dst, 42u);
+  // The doorbell misses; the WQE's processing and the ACK's arrival find the context on chip.
+  EXPECT_EQ(rig.a->Counters().qp_context_misses, before.qp_context_misses + 1);
+  EXPECT_EQ(rig.a->Counters().qp_context_hits, before.qp_context_hits + 2);
+}
+
+}  // namespace
+}  // namespace ndksim::hw
