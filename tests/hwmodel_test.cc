@@ -911,6 +911,32 @@ TEST(PcieLink, BackToBackWritesShareTheBandwidth) {
   EXPECT_EQ(second, TimePoint{Nanoseconds(32 + 32 + 200)});
 }
 
+// The write engine's TLP rate binds small writes: two 8-B writes, each 4 ns of link time, issue
+// 100 ns apart.
+TEST(PcieLink, SmallWritesAreBoundByTheWriteEnginesTlpRate) {
+  HardwareProfile p = PcieOnlyProfile();
+  p.pcie_write_tlp_interval = Nanoseconds(100);
+  TwoNodeRig rig(p);
+  TimePoint first{};
+  TimePoint second{};
+  rig.a->Pcie().DmaWrite(8, [&] { first = rig.events.Now(); });
+  rig.a->Pcie().DmaWrite(8, [&] { second = rig.events.Now(); });
+  rig.Run();
+  EXPECT_EQ(first, TimePoint{Nanoseconds(100 + 200)});
+  EXPECT_EQ(second, TimePoint{Nanoseconds(200 + 200)});
+}
+
+// A write of several TLPs takes one interval per TLP: 1,024 B at MPS 256 is 4 TLPs.
+TEST(PcieLink, AWriteOfSeveralTlpsTakesTheEngineOncePerTlp) {
+  HardwareProfile p = PcieOnlyProfile();
+  p.pcie_write_tlp_interval = Nanoseconds(100);
+  TwoNodeRig rig(p);
+  TimePoint done{};
+  rig.a->Pcie().DmaWrite(1024, [&] { done = rig.events.Now(); });
+  rig.Run();
+  EXPECT_EQ(done, TimePoint{Nanoseconds(400 + 200)});
+}
+
 TEST(PcieLink, CountsTransfersAndBytes) {
   TwoNodeRig rig(PcieOnlyProfile());
   rig.a->Pcie().DmaRead(100, [] {});
@@ -923,6 +949,26 @@ TEST(PcieLink, CountsTransfersAndBytes) {
 }
 
 // ---- port and wire ----
+
+// The receive pipeline takes in one packet per receive_packet_interval: of two writes that arrive
+// together (the functional profile's zero latencies), the second lands a microsecond later.
+TEST(ReceivePipeline, TakesInOnePacketPerInterval) {
+  HardwareProfile p = profiles::kFunctional;
+  p.receive_packet_interval = Cycles{1000};  // 1 us at 1 GHz
+  TwoNodeRig rig(p);
+  std::uint64_t dst[2] = {0, 0};
+  const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, dst, sizeof dst, access::kRemoteWrite | access::kLocalWrite);
+  const std::uint64_t one = 1;
+  const std::uint64_t two = 2;
+  rig.qp_a->PostInline(WqeOpcode::kWrite, &one, sizeof one, reinterpret_cast<std::uint64_t>(&dst[0]), rkey.value);
+  rig.qp_a->PostInline(WqeOpcode::kWrite, &two, sizeof two, reinterpret_cast<std::uint64_t>(&dst[1]), rkey.value);
+  rig.a->DrainDoorbells();
+  while (!rig.events.Empty() && rig.events.NextTime() < TimePoint{Nanoseconds(500)}) rig.events.RunOne();
+  EXPECT_EQ(dst[0], 1u);
+  EXPECT_EQ(dst[1], 0u);
+  rig.Run();
+  EXPECT_EQ(dst[1], 2u);
+}
 
 TEST(Port, PacketArrivesAfterSerializationAndPropagation) {
   HardwareProfile p = profiles::kFunctional;

@@ -87,6 +87,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{"read_context_turnaround", [](HardwareProfile& p) { p.read_context_turnaround = Cycles{-1}; }},
         BadField{"packet_processing", [](HardwareProfile& p) { p.packet_processing = Cycles{-1}; }},
         BadField{"qp_transmit_buffer_bytes", [](HardwareProfile& p) { p.qp_transmit_buffer_bytes = 1024; }},
+        BadField{"receive_packet_interval", [](HardwareProfile& p) { p.receive_packet_interval = Cycles{-1}; }},
+        BadField{"pcie_write_tlp_interval", [](HardwareProfile& p) { p.pcie_write_tlp_interval = Nanoseconds(-1); }},
         BadField{"qp_context_cache_entries", [](HardwareProfile& p) { p.qp_context_cache_entries = (1u << 20) + 1; }},
         BadField{"qp_context_cache_ways",
                  [](HardwareProfile& p) {

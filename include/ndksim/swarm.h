@@ -12,6 +12,11 @@
 // a connected QP at random, reads `bytes` from a random offset of its peer thread's buffer into a
 // random offset of its own, every read signaled, and posts the next read when a completion frees a
 // slot. Its QPs share one CQ; thread t posts and polls on core t of its node.
+//
+// Two more patterns measure one NIC's ceilings (Kalia et al., ATC 2016): kInbound, where every
+// machine but machine 0 issues requests and all of them go to machine 0, and kOutbound, where only
+// machine 0 issues requests, to all the others. The operation may be a read, a write or a send
+// (a send's receiver keeps a receive posted per request in flight, and re-posts as they complete).
 #pragma once
 
 #include <cstddef>
@@ -21,24 +26,36 @@
 
 #include "ndksim/fabric.h"
 #include "ndksim/time.h"
+#include "ndksim/workload.h"  // Operation
 
 namespace ndksim {
 
+// Who issues requests to whom.
+enum class SwarmPattern : std::uint8_t {
+  kAllToAll,  // every machine to every other (rc-swarm)
+  kInbound,   // every machine but 0, to machine 0
+  kOutbound,  // machine 0, to every other
+};
+
 struct SwarmConfig {
   FabricConfig fabric;                     // profile and seed
+  SwarmPattern pattern = SwarmPattern::kAllToAll;
+  Operation op = Operation::kRead;
   int machines = 6;                        // nodes, joined by one switch
   int threads = 14;                        // per machine, each on a core of its own
   int vms = 1;                             // QPs per thread per machine (rc-swarm's VMs per machine)
   std::size_t window = 24;                 // reads in flight per thread
-  ULONG bytes = 32;                        // bytes per read
+  ULONG bytes = 32;                        // bytes per request (0 for a header-only write or send)
   std::size_t buffer_bytes = 2u << 20;     // each thread's registered buffer (reads land in it and come from it)
   ULONG read_limit = 16;                   // ORD and IRD of each connection
 };
 
 struct SwarmResult {
   Duration measured{};                     // the simulated time the rates are over
-  std::vector<double> rate_per_machine;    // reads completed per second by each machine's threads, in M/s
-  double MeanRate() const;                 // their mean, in M/s
+  std::vector<double> rate_per_machine;    // requests completed per second by each machine's threads, in M/s
+  std::vector<double> served_per_machine;  // requests each machine's NIC answered per second, in M/s
+  double MeanRate() const;                 // the mean of rate_per_machine over the machines that issue requests
+  std::vector<bool> issues;                // which machines issue requests
 };
 
 class Swarm {
@@ -56,9 +73,9 @@ class Swarm {
   std::size_t ActiveQpsPerMachine() const;
   Fabric& fabric();
 
-  // Runs the threads for `warmup`, then counts the reads each machine completes in the next
-  // `measure` of simulated time. Throws HarnessError if a read completes with an error or nothing
-  // completes for a second of simulated time.
+  // Runs the threads for `warmup`, then counts the requests each machine completes (and answers)
+  // in the next `measure` of simulated time. Throws HarnessError if a request completes with an
+  // error or nothing completes for a second of simulated time.
   SwarmResult Run(Duration warmup, Duration measure);
 
  private:

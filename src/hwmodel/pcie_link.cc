@@ -144,7 +144,12 @@ void PcieLink::DmaWrite(std::uint64_t bytes, EventCallback done, QpCounters* qp,
     qp->dma_write_bytes += bytes;
   }
   const TimePoint now = events_.Now();
-  const Duration length = p.pcie_bandwidth.TimeFor(WireBytes(bytes, p.pcie_max_payload_bytes, kWriteTlpOverheadBytes));
+  // The write's TLPs take the link for their bytes, and the NIC's write engine issues one TLP per
+  // pcie_write_tlp_interval at most: small writes are bound by that rate, not by the bytes.
+  const std::uint64_t tlps = std::max<std::uint64_t>((bytes + p.pcie_max_payload_bytes - 1) / p.pcie_max_payload_bytes, 1);
+  const Duration length =
+      std::max(p.pcie_bandwidth.TimeFor(WireBytes(bytes, p.pcie_max_payload_bytes, kWriteTlpOverheadBytes)),
+               p.pcie_write_tlp_interval * static_cast<std::int64_t>(tlps));
   TimePoint lands;
   if (order != nullptr && std::max(not_before, order->issued) > now) {
     // Issued later, when it may go: the writes issued before then do not wait for it.

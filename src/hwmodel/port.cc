@@ -133,11 +133,14 @@ void Port::Receive(std::uint32_t id) {
     network_.Pool().Release(id);
     return;
   }
-  // The receive pipeline needs the destination QP's context: a packet whose context is not on chip
-  // waits for it, while packets for other QPs go on.
+  // The receive pipeline takes in one packet per receive_packet_interval; a packet that finds it
+  // busy waits its turn. It needs the destination QP's context: a packet whose context is not on
+  // chip waits for it, while packets for other QPs go on.
   if (pkt.opcode != PacketOpcode::kManagement) {
     const TimePoint now = events_.Now();
-    const TimePoint context = nic_.QpContexts().Access(pkt.destination_qpn.value, now);
+    const TimePoint intake = std::max(now, rx_free_);
+    rx_free_ = intake + nic_.Profile().nic_clock.ToDuration(nic_.Profile().receive_packet_interval);
+    const TimePoint context = nic_.QpContexts().Access(pkt.destination_qpn.value, intake);
     if (context > now) {
       events_.Schedule(context, EventPriority::kWire, [this, id] { Deliver(id); });
       return;

@@ -51,6 +51,7 @@ class Port {
   EventQueue& events_;
   Network& network_;
   TimePoint tx_free_{};
+  TimePoint rx_free_{};  // the receive pipeline takes its next packet then
   WaitList waiters_;
 
   // Hands a received packet to the block that takes it.

@@ -74,6 +74,8 @@ std::vector<std::string> Validate(const HardwareProfile& p) {
   require(p.read_response_processing.count >= 0, "read_response_processing", "must not be negative");
   require(p.read_context_turnaround.count >= 0, "read_context_turnaround", "must not be negative");
   require(p.packet_processing.count >= 0, "packet_processing", "must not be negative");
+  require(p.receive_packet_interval.count >= 0, "receive_packet_interval", "must not be negative (0 = no limit)");
+  require(p.pcie_write_tlp_interval >= zero, "pcie_write_tlp_interval", "must not be negative (0 = no limit)");
   require(p.qp_context_cache_entries <= (1u << 20), "qp_context_cache_entries", "must be 0..1048576 (0 = every context on chip)");
   require(p.qp_context_cache_entries == 0 || (p.qp_context_cache_ways >= 1 && p.qp_context_cache_ways <= 64 &&
                                               p.qp_context_cache_entries % p.qp_context_cache_ways == 0),

@@ -17,9 +17,14 @@
 namespace ndksim {
 
 double SwarmResult::MeanRate() const {
-  if (rate_per_machine.empty()) return 0;
-  return std::accumulate(rate_per_machine.begin(), rate_per_machine.end(), 0.0) /
-         static_cast<double>(rate_per_machine.size());
+  double sum = 0;
+  int n = 0;
+  for (std::size_t m = 0; m < rate_per_machine.size(); ++m) {
+    if (m < issues.size() && !issues[m]) continue;
+    sum += rate_per_machine[m];
+    ++n;
+  }
+  return n == 0 ? 0 : sum / n;
 }
 
 namespace {
@@ -42,6 +47,7 @@ struct Swarm::Impl {
     NDK_QP* qp = nullptr;
     std::uint64_t remote_address = 0;
     UINT32 remote_token = 0;
+    std::uint32_t target = 0;  // the peer's machine
   };
   struct Thread {
     std::uint32_t machine = 0;
@@ -49,7 +55,8 @@ struct Swarm::Impl {
     NDK_CQ* cq = nullptr;
     std::unique_ptr<RegisteredBuffer> buffer;
     std::vector<NDK_QP*> qps;  // indexed by machine * vms + v; those for its own machine idle
-    std::vector<Link> links;   // the connected ones
+    std::vector<Link> links;   // the connected ones it issues requests on
+    std::vector<NDK_QP*> receiving;  // the connected ones it keeps receives posted on (sends)
     std::size_t outstanding = 0;
     std::uint64_t completed = 0;
     std::mt19937_64 rng;
@@ -67,11 +74,41 @@ struct Swarm::Impl {
 
   SwarmConfig config;
   Fabric fabric;
+  std::vector<std::uint64_t> served;  // requests answered by each machine, while counting
   std::vector<Machine> machines;
   std::vector<Thread> threads;  // machine-major
 
   Thread& ThreadOf(std::size_t machine, std::size_t t) {
     return threads[machine * static_cast<std::size_t>(config.threads) + t];
+  }
+
+  // Whether machine m issues requests to machine k under the pattern.
+  bool Issues(std::size_t m, std::size_t k) const {
+    switch (config.pattern) {
+      case SwarmPattern::kAllToAll: return m != k;
+      case SwarmPattern::kInbound: return m != 0 && k == 0;
+      case SwarmPattern::kOutbound: return m == 0 && k != 0;
+    }
+    return false;
+  }
+  bool IssuesAny(std::size_t m) const {
+    for (std::size_t k = 0; k < machines.size(); ++k) {
+      if (Issues(m, k)) return true;
+    }
+    return false;
+  }
+  bool Sends() const { return config.op == Operation::kSend; }
+  ULONG InlineBytes() const { return config.op != Operation::kRead && config.bytes <= 64 ? 64 : 0; }
+
+  // Request contexts: a request's names its target machine (even), a receive's its QP (odd).
+  static void* RequestTag(std::uint32_t target) {
+    return reinterpret_cast<void*>((std::uintptr_t{target} + 1) << 1);
+  }
+  static void* ReceiveTag(NDK_QP* qp) { return reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(qp) | 1); }
+
+  void PostReceive(Thread& th, NDK_QP* qp) {
+    const NDK_SGE sge = th.buffer->Sge(0, config.bytes);
+    Check("NdkReceive", qp->Dispatch->NdkReceive(qp, ReceiveTag(qp), &sge, config.bytes > 0 ? 1 : 0));
   }
 
   static void OnConnectEvent(PVOID ctx, NDK_CONNECTOR* connector) {
@@ -90,7 +127,9 @@ struct Swarm::Impl {
     Check("NdkListen", mc.listener->Dispatch->NdkListen(mc.listener, reinterpret_cast<PSOCKADDR>(&listen),
                                                         sizeof(SOCKADDR_IN), nullptr, nullptr));
     const auto nqp = static_cast<std::size_t>(config.machines * config.vms);
-    const ULONG cq_depth = static_cast<ULONG>(config.window + 1);
+    // A thread's CQ takes its requests' completions and, for sends, one per receive posted.
+    const std::size_t receives = Sends() ? config.window : 0;
+    const ULONG cq_depth = static_cast<ULONG>(config.window + 1 + receives * nqp);
     for (int t = 0; t < config.threads; ++t) {
       Thread& th = ThreadOf(m, static_cast<std::size_t>(t));
       th.machine = static_cast<std::uint32_t>(m);
@@ -102,9 +141,10 @@ struct Swarm::Impl {
           NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ | NDK_MR_FLAG_ALLOW_REMOTE_WRITE);
       th.qps.resize(nqp);
       for (NDK_QP*& qp : th.qps) {
-        Check("NdkCreateQp", mc.pd->Dispatch->NdkCreateQp(mc.pd, th.cq, th.cq, nullptr, 1,
-                                                          static_cast<ULONG>(config.window + 1), 1, 1, 0, nullptr,
-                                                          nullptr, &qp));
+        Check("NdkCreateQp", mc.pd->Dispatch->NdkCreateQp(mc.pd, th.cq, th.cq, nullptr,
+                                                          static_cast<ULONG>(receives + 1),
+                                                          static_cast<ULONG>(config.window + 1), 1, 1, InlineBytes(),
+                                                          nullptr, nullptr, &qp));
       }
     }
   }
@@ -149,6 +189,7 @@ struct Swarm::Impl {
     machines.resize(nm);
     threads.resize(nm * nt);
     for (std::size_t m = 0; m < nm; ++m) Open(m);
+    served.assign(nm, 0);
     // Thread t's QP for (k, v) on machine m meets thread t's QP for (m, v) on machine k.
     for (std::size_t m = 0; m < nm; ++m) {
       for (std::size_t k = m + 1; k < nm; ++k) {
@@ -159,15 +200,30 @@ struct Swarm::Impl {
             NDK_QP* qm = tm.qps[k * nv + v];
             NDK_QP* qk = tk.qps[m * nv + v];
             Connect(m, qm, k, qk);
-            tm.links.push_back(Link{qm, tk.buffer->Address(), tk.buffer->RemoteToken()});
-            tk.links.push_back(Link{qk, tm.buffer->Address(), tm.buffer->RemoteToken()});
+            if (Issues(m, k)) {
+              tm.links.push_back(Link{qm, tk.buffer->Address(), tk.buffer->RemoteToken(), static_cast<std::uint32_t>(k)});
+              tk.receiving.push_back(qk);
+            }
+            if (Issues(k, m)) {
+              tk.links.push_back(Link{qk, tm.buffer->Address(), tm.buffer->RemoteToken(), static_cast<std::uint32_t>(m)});
+              tm.receiving.push_back(qm);
+            }
           }
+        }
+      }
+    }
+    // A receiver keeps a window of receives on each QP its peer sends on.
+    if (Sends()) {
+      for (Thread& th : threads) {
+        const ScopedCore on(th.core);
+        for (NDK_QP* qp : th.receiving) {
+          for (std::size_t i = 0; i < config.window; ++i) PostReceive(th, qp);
         }
       }
     }
   }
 
-  // Posts reads until the thread's window is full.
+  // Posts requests until the thread's window is full.
   void Fill(Thread& th) {
     if (th.links.empty()) return;
     const ScopedCore on(th.core);
@@ -177,7 +233,21 @@ struct Swarm::Impl {
       const std::size_t local = th.rng() % span;
       const std::size_t remote = th.rng() % span;
       const NDK_SGE sge = th.buffer->Sge(local, config.bytes);
-      Check("NdkRead", l.qp->Dispatch->NdkRead(l.qp, nullptr, &sge, 1, l.remote_address + remote, l.remote_token, 0));
+      const ULONG nsge = config.bytes > 0 ? 1 : 0;
+      void* tag = RequestTag(l.target);
+      const ULONG flags = InlineBytes() > 0 && config.bytes > 0 ? NDK_OP_FLAG_INLINE : 0;
+      switch (config.op) {
+        case Operation::kRead:
+          Check("NdkRead", l.qp->Dispatch->NdkRead(l.qp, tag, &sge, nsge, l.remote_address + remote, l.remote_token, 0));
+          break;
+        case Operation::kWrite:
+          Check("NdkWrite",
+                l.qp->Dispatch->NdkWrite(l.qp, tag, &sge, nsge, l.remote_address + remote, l.remote_token, flags));
+          break;
+        case Operation::kSend:
+          Check("NdkSend", l.qp->Dispatch->NdkSend(l.qp, tag, &sge, nsge, flags));
+          break;
+      }
       ++th.outstanding;
     }
   }
@@ -187,14 +257,26 @@ struct Swarm::Impl {
     NDK_RESULT results[64];
     bool any = false;
     for (Thread& th : threads) {
-      if (th.outstanding == 0) continue;
+      if (th.outstanding == 0 && th.receiving.empty()) continue;
       const ScopedCore on(th.core);
       const ULONG n = th.cq->Dispatch->NdkGetCqResults(th.cq, results, 64);
       if (n == 0) continue;
-      for (ULONG i = 0; i < n; ++i) Check("swarm read", results[i].Status);
-      th.outstanding -= n;
-      if (counting) th.completed += n;
-      refill.push_back(&th);
+      bool requests = false;
+      for (ULONG i = 0; i < n; ++i) {
+        Check("swarm request", results[i].Status);
+        const auto tag = reinterpret_cast<std::uintptr_t>(results[i].RequestContext);
+        if ((tag & 1) != 0) {  // a receive: post it again
+          PostReceive(th, reinterpret_cast<NDK_QP*>(tag & ~std::uintptr_t{1}));
+          continue;
+        }
+        --th.outstanding;
+        requests = true;
+        if (counting) {
+          ++th.completed;
+          ++served[(tag >> 1) - 1];
+        }
+      }
+      if (requests) refill.push_back(&th);
       any = true;
     }
     return any;
@@ -214,7 +296,7 @@ Swarm::Swarm(const SwarmConfig& c) {
   if (c.window < 1 || c.window + 1 > p.max_initiator_queue_depth || c.window + 1 > p.max_cq_depth) {
     refuse(fmt::format("a window of {} does not fit profile {}'s queues", c.window, p.name));
   }
-  if (c.bytes < 1 || c.bytes > p.max_transfer_bytes || c.bytes > c.buffer_bytes) {
+  if ((c.bytes < 1 && c.op == Operation::kRead) || c.bytes > p.max_transfer_bytes || c.bytes > c.buffer_bytes) {
     refuse(fmt::format("reads of {} bytes do not fit a {}-byte buffer (profile {}: at most {} per transfer)", c.bytes,
                        c.buffer_bytes, p.name, p.max_transfer_bytes));
   }
@@ -240,6 +322,7 @@ Fabric& Swarm::fabric() { return impl_->fabric; }
 SwarmResult Swarm::Run(Duration warmup, Duration measure) {
   Impl& s = *impl_;
   for (Impl::Thread& th : s.threads) th.completed = 0;
+  s.served.assign(s.machines.size(), 0);
   const TimePoint counting_from = s.fabric.Now() + warmup;
   const TimePoint end = counting_from + measure;
   std::vector<Impl::Thread*> refill;
@@ -263,8 +346,13 @@ SwarmResult Swarm::Run(Duration warmup, Duration measure) {
   SwarmResult result;
   result.measured = measure;
   result.rate_per_machine.assign(s.machines.size(), 0.0);
+  const double ns = ToNanoseconds(measure);
   for (const Impl::Thread& th : s.threads) {
-    result.rate_per_machine[th.machine] += static_cast<double>(th.completed) / ToNanoseconds(measure) * 1e3;
+    result.rate_per_machine[th.machine] += static_cast<double>(th.completed) / ns * 1e3;
+  }
+  for (std::size_t m = 0; m < s.machines.size(); ++m) {
+    result.served_per_machine.push_back(static_cast<double>(s.served[m]) / ns * 1e3);
+    result.issues.push_back(s.IssuesAny(m));
   }
   return result;
 }
