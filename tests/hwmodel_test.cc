@@ -911,8 +911,8 @@ TEST(PcieLink, BackToBackWritesShareTheBandwidth) {
   EXPECT_EQ(second, TimePoint{Nanoseconds(32 + 32 + 200)});
 }
 
-// The write engine's TLP rate binds small writes: two 8-B writes, each 4 ns of link time, issue
-// 100 ns apart.
+// The write engine's TLP rate binds small writes: two 8-B writes, each 4 ns of link time (32 B at
+// 8 B/ns), issue 100 ns apart; the first goes at once.
 TEST(PcieLink, SmallWritesAreBoundByTheWriteEnginesTlpRate) {
   HardwareProfile p = PcieOnlyProfile();
   p.pcie_write_tlp_interval = Nanoseconds(100);
@@ -922,19 +922,21 @@ TEST(PcieLink, SmallWritesAreBoundByTheWriteEnginesTlpRate) {
   rig.a->Pcie().DmaWrite(8, [&] { first = rig.events.Now(); });
   rig.a->Pcie().DmaWrite(8, [&] { second = rig.events.Now(); });
   rig.Run();
-  EXPECT_EQ(first, TimePoint{Nanoseconds(100 + 200)});
-  EXPECT_EQ(second, TimePoint{Nanoseconds(200 + 200)});
+  EXPECT_EQ(first, TimePoint{Nanoseconds(4 + 200)});
+  EXPECT_EQ(second, TimePoint{Nanoseconds(100 + 4 + 200)});
 }
 
-// A write of several TLPs takes one interval per TLP: 1,024 B at MPS 256 is 4 TLPs.
-TEST(PcieLink, AWriteOfSeveralTlpsTakesTheEngineOncePerTlp) {
+// A write of several TLPs holds the engine one interval per TLP: after 1,024 B at MPS 256 (4 TLPs)
+// the next write issues 400 ns later.
+TEST(PcieLink, AWriteOfSeveralTlpsHoldsTheEngineOncePerTlp) {
   HardwareProfile p = PcieOnlyProfile();
   p.pcie_write_tlp_interval = Nanoseconds(100);
   TwoNodeRig rig(p);
-  TimePoint done{};
-  rig.a->Pcie().DmaWrite(1024, [&] { done = rig.events.Now(); });
+  TimePoint next{};
+  rig.a->Pcie().DmaWrite(1024, [] {});
+  rig.a->Pcie().DmaWrite(8, [&] { next = rig.events.Now(); });
   rig.Run();
-  EXPECT_EQ(done, TimePoint{Nanoseconds(400 + 200)});
+  EXPECT_EQ(next, TimePoint{Nanoseconds(400 + 4 + 200)});
 }
 
 TEST(PcieLink, CountsTransfersAndBytes) {

@@ -138,7 +138,8 @@ INSTANTIATE_TEST_SUITE_P(ElevenMachines, QpScalability,
 // ---- Kalia et al.'s NIC-wide rates (calibration.md, "NIC-wide rates") ---------------------------
 
 // Five client machines with 28 threads each, 16 requests in flight per thread, against machine 0:
-// the rate machine 0's NIC answers (inbound) or issues (outbound), over 40 us after 20 us.
+// the rate machine 0's NIC answers (inbound) or issues (outbound), over 40 us after 100 us (the
+// queues in front of the bound take some 20 us to fill; until then more arrives than is served).
 SwarmResult NicWide(SwarmPattern pattern, Operation op, ULONG bytes, std::size_t window) {
   SwarmConfig c;
   c.fabric.profile = profiles::kConnectIbFdr;
@@ -149,11 +150,16 @@ SwarmResult NicWide(SwarmPattern pattern, Operation op, ULONG bytes, std::size_t
   c.threads = 28;
   c.window = window;
   Swarm s(c);
-  return s.Run(Microseconds(20), Microseconds(40));
+  return s.Run(Microseconds(100), Microseconds(40));
 }
 
 TEST(NicWideRate, InboundHeaderOnlyWritesAreKalias122M) {
   const SwarmResult r = NicWide(SwarmPattern::kInbound, Operation::kWrite, 0, 16);
+  EXPECT_NEAR(r.served_per_machine[0], 122, 122 * 0.10);
+}
+
+TEST(NicWideRate, InboundHeaderOnlySendsAreKalias122M) {
+  const SwarmResult r = NicWide(SwarmPattern::kInbound, Operation::kSend, 0, 16);
   EXPECT_NEAR(r.served_per_machine[0], 122, 122 * 0.10);
 }
 

@@ -144,20 +144,25 @@ void PcieLink::DmaWrite(std::uint64_t bytes, EventCallback done, QpCounters* qp,
     qp->dma_write_bytes += bytes;
   }
   const TimePoint now = events_.Now();
-  // The write's TLPs take the link for their bytes, and the NIC's write engine issues one TLP per
-  // pcie_write_tlp_interval at most: small writes are bound by that rate, not by the bytes.
-  const std::uint64_t tlps = std::max<std::uint64_t>((bytes + p.pcie_max_payload_bytes - 1) / p.pcie_max_payload_bytes, 1);
+  // The NIC's write engine issues one TLP per pcie_write_tlp_interval at most (its own timeline:
+  // a rate, not a latency, so small writes are bound by it rather than by their bytes); the TLPs
+  // take the link for their bytes from when the engine issues the write. A write of nothing (a 0-B message's placement) is no TLP: it only keeps its place in
+  // the order.
+  const std::uint64_t tlps = (bytes + p.pcie_max_payload_bytes - 1) / p.pcie_max_payload_bytes;
   const Duration length =
-      std::max(p.pcie_bandwidth.TimeFor(WireBytes(bytes, p.pcie_max_payload_bytes, kWriteTlpOverheadBytes)),
-               p.pcie_write_tlp_interval * static_cast<std::int64_t>(tlps));
+      bytes == 0 ? Duration::zero()
+                 : p.pcie_bandwidth.TimeFor(WireBytes(bytes, p.pcie_max_payload_bytes, kWriteTlpOverheadBytes));
+  const Duration engine = p.pcie_write_tlp_interval * static_cast<std::int64_t>(tlps);
   TimePoint lands;
   if (order != nullptr && std::max(not_before, order->issued) > now) {
     // Issued later, when it may go: the writes issued before then do not wait for it.
-    const TimePoint end = upstream_.Book(now, std::max(not_before, order->issued), length);
+    const TimePoint issued = write_engine_.Book(now, std::max(not_before, order->issued), engine) - engine;
+    const TimePoint end = upstream_.Book(now, issued, length);
     lands = std::max(end + Latency(p.pcie_dma_write_latency), order->lands);
     order->issued = end;
   } else {
-    writes_free_ = upstream_.Book(now, std::max(now, writes_free_), length);
+    const TimePoint issued = write_engine_.Book(now, std::max(now, writes_free_), engine) - engine;
+    writes_free_ = upstream_.Book(now, issued, length);
     // Posted writes become visible in order: never before an earlier write.
     last_write_done_ = std::max(last_write_done_, writes_free_ + Latency(p.pcie_dma_write_latency));
     lands = last_write_done_;

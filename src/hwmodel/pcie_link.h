@@ -75,6 +75,7 @@ class PcieLink {
   Duration jitter_;  // pcie_latency_jitter, zero with the noise off
   LinkDirection downstream_;      // host -> NIC: MMIO writes and read completions
   LinkDirection upstream_;        // NIC -> host: read requests and posted writes
+  LinkDirection write_engine_;    // the NIC's DMA write engine: pcie_write_tlp_interval per TLP
   // Each kind of traffic is in order among itself: the next one starts no earlier than these.
   TimePoint mmio_free_{};
   TimePoint mmio_arrives_{};  // the newest MMIO write reaches the NIC then
