@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "hw_test_driver.h"
 #include "hwmodel/context_cache.h"
@@ -12,6 +14,7 @@
 namespace ndksim::hw {
 namespace {
 
+using testing::Sge;
 using testing::TwoNodeRig;
 
 // A cache of `capacity` entries in one set (so the test knows which entries compete), filled over
@@ -107,6 +110,89 @@ TEST(QpContextCache, ANicWithTheCacheCountsADoorbellsContextMiss) {
   // The doorbell misses; the WQE's processing and the ACK's arrival find the context on chip.
   EXPECT_EQ(rig.a->Counters().qp_context_misses, before.qp_context_misses + 1);
   EXPECT_EQ(rig.a->Counters().qp_context_hits, before.qp_context_hits + 2);
+}
+
+// ---- the translation caches (translation.h: MPT and MTT) -------------------------------------
+
+HardwareProfile WithTranslationCaches(bool on = true) {
+  HardwareProfile p = profiles::WithoutNoise(profiles::kConnectX100GbeRoce);
+  if (on) {
+    p.mpt_cache_entries = 64;
+    p.mtt_cache_entries = 64;
+    p.translation_cache_ways = 4;
+  }
+  return p;
+}
+
+// Memory aligned to a line of MTT entries (8 pages), so the lines a range touches are known.
+struct AlignedBuffer {
+  static constexpr std::size_t kAlign = 8 * 4096;
+  std::byte* data;
+  explicit AlignedBuffer(std::size_t bytes)
+      : data(static_cast<std::byte*>(std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign))) {
+    std::memset(data, 0, bytes);
+  }
+  ~AlignedBuffer() { std::free(data); }
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+};
+
+// Posts an 8-B inline write from a into `dst` at b and runs it to the end; returns when it ended.
+TimePoint WriteOnce(TwoNodeRig& rig, std::uint64_t* dst, MemoryKey rkey) {
+  const std::uint64_t value = 7;
+  rig.qp_a->PostInline(WqeOpcode::kWrite, &value, sizeof value, reinterpret_cast<std::uint64_t>(dst), rkey.value);
+  rig.Run();
+  return rig.events.Now();
+}
+
+TEST(TranslationCache, AnInboundWriteLooksUpItsKeyAndItsPageOnce) {
+  TwoNodeRig rig(WithTranslationCaches());
+  std::uint64_t dst = 0;
+  const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, &dst, sizeof dst, access::kRemoteWrite | access::kLocalWrite);
+  (void)WriteOnce(rig, &dst, rkey);
+  EXPECT_EQ(dst, 7u);
+  EXPECT_EQ(rig.b->Counters().mpt_misses, 1u);
+  EXPECT_EQ(rig.b->Counters().mtt_misses, 1u);
+}
+
+TEST(TranslationCache, ASecondWriteToTheSamePageFindsBothOnChip) {
+  TwoNodeRig rig(WithTranslationCaches());
+  std::uint64_t dst = 0;
+  const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, &dst, sizeof dst, access::kRemoteWrite | access::kLocalWrite);
+  (void)WriteOnce(rig, &dst, rkey);
+  (void)WriteOnce(rig, &dst, rkey);
+  EXPECT_EQ(rig.b->Counters().mpt_misses, 1u);
+  EXPECT_EQ(rig.b->Counters().mpt_hits, 1u);
+  EXPECT_EQ(rig.b->Counters().mtt_hits, 1u);
+}
+
+TEST(TranslationCache, MissesDelayAWritesPlacement) {
+  TimePoint end[2];
+  for (int on = 0; on < 2; ++on) {
+    TwoNodeRig rig(WithTranslationCaches(on == 1));
+    std::uint64_t dst = 0;
+    const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, &dst, sizeof dst, access::kRemoteWrite | access::kLocalWrite);
+    end[on] = WriteOnce(rig, &dst, rkey);
+  }
+  EXPECT_GT(end[1], end[0]);
+}
+
+// A 40-KiB read from the start of a line-aligned region touches pages 0..9: MTT lines 0 and 1.
+TEST(TranslationCache, AnInboundReadLooksUpEveryLineOfItsPages) {
+  TwoNodeRig rig(WithTranslationCaches());
+  constexpr std::size_t kBytes = 40 * 1024;
+  AlignedBuffer remote(kBytes);
+  AlignedBuffer local(kBytes);
+  const MemoryKey rkey = rig.Register(*rig.b, rig.pd_b, remote.data, kBytes, access::kRemoteRead);
+  const MemoryKey lkey = rig.Register(*rig.a, rig.pd_a, local.data, kBytes, access::kLocalWrite);
+  rig.qp_a->Post(WqeOpcode::kRead, {Sge(local.data, kBytes, lkey)}, reinterpret_cast<std::uint64_t>(remote.data),
+                 rkey.value);
+  rig.Run();
+  Cqe cqe;
+  ASSERT_TRUE(rig.cq_a->Poll(&cqe));
+  EXPECT_EQ(cqe.syndrome, CompletionSyndrome::kSuccess);
+  EXPECT_EQ(rig.b->Counters().mpt_misses, 1u);
+  EXPECT_EQ(rig.b->Counters().mtt_misses, 2u);
 }
 
 }  // namespace

@@ -90,6 +90,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{"receive_packet_interval", [](HardwareProfile& p) { p.receive_packet_interval = Cycles{-1}; }},
         BadField{"pcie_write_tlp_interval", [](HardwareProfile& p) { p.pcie_write_tlp_interval = Nanoseconds(-1); }},
         BadField{"qp_context_cache_entries", [](HardwareProfile& p) { p.qp_context_cache_entries = (1u << 20) + 1; }},
+        BadField{"mpt_cache_entries", [](HardwareProfile& p) { p.mpt_cache_entries = (1u << 20) + 1; }},
+        BadField{"mtt_cache_entries", [](HardwareProfile& p) { p.mtt_cache_entries = (1u << 20) + 1; }},
+        BadField{"translation_cache_ways",
+                 [](HardwareProfile& p) {
+                   p.mpt_cache_entries = 10;
+                   p.translation_cache_ways = 4;
+                 }},
         BadField{"qp_context_cache_ways",
                  [](HardwareProfile& p) {
                    p.qp_context_cache_entries = 100;

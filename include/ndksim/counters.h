@@ -52,6 +52,10 @@ struct NicCounters {
   std::uint64_t read_tag_stalls = 0;    // read requests that waited for a free tag
   std::uint64_t qp_context_hits = 0;    // QP-context lookups the on-chip cache answered
   std::uint64_t qp_context_misses = 0;  // ... that read the context from host memory first
+  std::uint64_t mpt_hits = 0;           // memory-key entry lookups the translation cache answered
+  std::uint64_t mpt_misses = 0;
+  std::uint64_t mtt_hits = 0;           // page-translation line lookups (8 pages a line)
+  std::uint64_t mtt_misses = 0;
   std::uint64_t cqes_written = 0;
   std::uint64_t cq_overruns = 0;        // CQs that overran (each once: an overrun CQ takes no more)
   std::uint64_t interrupts = 0;

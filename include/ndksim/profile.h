@@ -120,6 +120,13 @@ struct HardwareProfile {
   std::uint32_t qp_context_cache_entries = 0;
   std::uint32_t qp_context_cache_ways = 1;
   std::uint32_t qp_context_bytes = 256;
+  // The translation caches (translation): memory-key entries (MPT, one per key) and page
+  // translations (MTT, one 64-B line per 8 pages of 4 KiB), in sets of translation_cache_ways. An
+  // inbound write's placement and an inbound read's set-up wait for a key and pages not on chip
+  // (one 64-B read each). 0 entries: every entry is on chip.
+  std::uint32_t mpt_cache_entries = 0;
+  std::uint32_t mtt_cache_entries = 0;
+  std::uint32_t translation_cache_ways = 1;
   // Bytes one QP may hold in NIC buffers between its payload DMA and the wire; bounds how far the
   // requester reads ahead of transmission.
   std::uint32_t qp_transmit_buffer_bytes = 0;

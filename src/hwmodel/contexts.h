@@ -191,6 +191,7 @@ struct ResponderState {
   // Current write target.
   std::uint64_t write_address = 0;
   std::uint32_t write_key = 0;
+  TimePoint write_translated{};  // the write's key and pages are on chip then (translation caches)
   std::uint64_t write_remaining = 0;
   TimePoint placement_ready{};  // placements of this QP may not start before this (WQE fetch)
   // The QP's read context takes one read at a time: the next set-up starts no earlier than this

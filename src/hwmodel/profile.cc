@@ -82,6 +82,11 @@ std::vector<std::string> Validate(const HardwareProfile& p) {
           "qp_context_cache_ways", "must be 1..64 and divide qp_context_cache_entries");
   require(p.qp_context_cache_entries == 0 || (p.qp_context_bytes >= 1 && p.qp_context_bytes <= 4096),
           "qp_context_bytes", "must be 1..4096");
+  require(p.mpt_cache_entries <= (1u << 20), "mpt_cache_entries", "must be 0..1048576 (0 = every entry on chip)");
+  require(p.mtt_cache_entries <= (1u << 20), "mtt_cache_entries", "must be 0..1048576 (0 = every entry on chip)");
+  require(p.translation_cache_ways >= 1 && p.translation_cache_ways <= 64 &&
+              p.mpt_cache_entries % p.translation_cache_ways == 0 && p.mtt_cache_entries % p.translation_cache_ways == 0,
+          "translation_cache_ways", "must be 1..64 and divide mpt_cache_entries and mtt_cache_entries");
   require(p.qp_transmit_buffer_bytes >= p.mtu_bytes, "qp_transmit_buffer_bytes", "must hold at least one MTU");
   require(p.link_rate.bits_per_second >= 0, "link_rate", "must not be negative (0 = unlimited)");
   require(p.port_transmit_latency >= zero, "port_transmit_latency", "must not be negative");

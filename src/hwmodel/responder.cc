@@ -430,6 +430,8 @@ void Responder::OnWrite(QpContext& qp, std::uint32_t packet_id) {
     }
     r.write_address = p.remote_address;
     r.write_key = p.remote_key;
+    // Placement waits until the key and the pages of the range are on chip.
+    r.write_translated = nic_.Tpt().Fetch(MemoryKey{p.remote_key}, p.remote_address, p.dma_length, events_.Now());
     r.write_remaining = p.dma_length;
     r.in_message = !Traits(p.opcode).last;
     r.message_kind = p.opcode;
@@ -453,7 +455,7 @@ void Responder::OnWrite(QpContext& qp, std::uint32_t packet_id) {
       (void)nic_.Tpt().CopyTo(MemoryKey{key}, pd, address, pkt.payload.data(), pkt.payload.size(),
                               access::kRemoteWrite);
       pkt_pool.Release(packet_id);
-    }, &qp.counters, &qp.write_order);
+    }, &qp.counters, &qp.write_order, r.write_translated);
   } else {
     pool.Release(packet_id);
   }
@@ -515,7 +517,10 @@ void Responder::SetUpNextRead(QpContext& qp) {
   const auto& p = nic_.Profile();
   r.read_context_free = now + p.nic_clock.ToDuration(p.read_context_turnaround);
   InboundRead& read = r.reads[r.setup_next++ % kInboundReadSlots];
-  read.start = nic_.Units().Run(qp.qpn, p.read_response_processing, now, nic_.QpContexts().Access(qp.qpn.value, now));
+  // The unit needs the QP's context, and the key and pages the read names.
+  const TimePoint on_chip = std::max(nic_.QpContexts().Access(qp.qpn.value, now),
+                                     nic_.Tpt().Fetch(MemoryKey{read.key}, read.address, read.length, now));
+  read.start = nic_.Units().Run(qp.qpn, p.read_response_processing, now, on_chip);
   r.setup_pending = true;
   const Qpn qpn = qp.qpn;
   const std::uint32_t generation = r.setup_generation;

@@ -7,8 +7,14 @@
 #include <cstring>
 
 #include "common/check.h"
+#include "hwmodel/noise.h"
 
 namespace ndksim::hw {
+
+namespace {
+// A translation-cache miss reads one 64-B line: an MPT entry, or the MTT entries of 8 pages.
+constexpr std::uint32_t kTranslationLineBytes = 64;
+}  // namespace
 
 namespace {
 constexpr std::uint64_t kPageBytes = 4096;  // NDK logical pages (ref §2.3)
@@ -42,7 +48,14 @@ std::string_view Name(MemoryOpOutcome o) {
   return "?";
 }
 
-Translation::Translation(Nic& nic, std::uint64_t seed) : nic_(nic) {
+Translation::Translation(Nic& nic, std::uint64_t seed)
+    : nic_(nic),
+      mpt_(std::make_unique<ContextCache>(nic.Profile().mpt_cache_entries, nic.Profile().translation_cache_ways,
+                                          kTranslationLineBytes, &nic.Pcie(), nic.MutableCounters().mpt_hits,
+                                          nic.MutableCounters().mpt_misses)),
+      mtt_(std::make_unique<ContextCache>(nic.Profile().mtt_cache_entries, nic.Profile().translation_cache_ways,
+                                          kTranslationLineBytes, &nic.Pcie(), nic.MutableCounters().mtt_hits,
+                                          nic.MutableCounters().mtt_misses)) {
   entries_.resize(1);  // index 0 reserved: a zero token never matches
   // Key bytes start from a seeded value so tokens differ between seeds but not between runs.
   entries_[0].key = static_cast<std::uint8_t>(seed * 0x9e3779b97f4a7c15ull >> 56);
@@ -99,6 +112,21 @@ const Translation::Entry* Translation::Find(MemoryKey key) const {
   const std::uint32_t index = key.Index();
   if (index == 0 || index >= entries_.size()) return nullptr;
   return &entries_[index];
+}
+
+TimePoint Translation::Fetch(MemoryKey key, std::uint64_t address, std::uint64_t length, TimePoint now) {
+  const std::uint32_t index = key.Index();
+  const Entry* e = index < entries_.size() ? &entries_[index] : nullptr;
+  const std::uint64_t generation = e != nullptr ? e->generation : 0;
+  const std::uint64_t tag = (std::uint64_t{index} << 24) ^ (generation << 52);
+  TimePoint ready = mpt_->Access(tag, now);
+  if (e == nullptr || !e->allocated || length == 0) return ready;
+  constexpr std::uint64_t kPageShift = 12;
+  constexpr std::uint64_t kEntriesPerLine = 8;
+  const std::uint64_t first = (address >> kPageShift) / kEntriesPerLine;
+  const std::uint64_t last = ((address + length - 1) >> kPageShift) / kEntriesPerLine;
+  for (std::uint64_t line = first; line <= last; ++line) ready = std::max(ready, mtt_->Access(MixBits(tag) ^ line, now));
+  return ready;
 }
 
 CommandStatus Translation::Register(const MemoryRegistration& reg, MemoryKey* out, std::uint32_t* generation) {

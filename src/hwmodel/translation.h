@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
 #include <vector>
 
+#include "context_cache.h"
 #include "hwmodel/host_interface.h"
 #include "nic.h"
 
@@ -125,6 +127,12 @@ class Translation {
 
   std::size_t ValidEntries() const { return valid_entries_; }
 
+  // The on-chip caches of the key table (MPT) and the page translations (MTT, 64-B lines of 8
+  // page entries), as in context_cache.h: when the entry of `key` and the translations of
+  // [address, address + length) are on chip for work at `now`. Misses read them over PCIe. A key
+  // that names no live entry costs its MPT lookup alone (the check that follows refuses it).
+  TimePoint Fetch(MemoryKey key, std::uint64_t address, std::uint64_t length, TimePoint now);
+
  private:
   struct Entry {
     bool allocated = false;  // in use (a region is allocated exactly while it is registered)
@@ -158,6 +166,10 @@ class Translation {
                     std::uint32_t required, Fn&& fn) const;
 
   Nic& nic_;
+  // Keyed by the entry's index and generation (and the line), so a re-registration never finds
+  // its predecessor's lines.
+  std::unique_ptr<ContextCache> mpt_;
+  std::unique_ptr<ContextCache> mtt_;
   std::vector<Entry> entries_;           // index = token index; index 0 is never handed out
   std::vector<std::uint32_t> free_indices_;
   std::size_t valid_entries_ = 0;
