@@ -11,8 +11,10 @@
 
 #include <fmt/format.h>
 
+#include "hwmodel/nic.h"
 #include "ndksim/harness.h"
 #include "ndksim/host_cpu.h"
+#include "sim/node_access.h"
 
 namespace ndksim {
 
@@ -75,6 +77,9 @@ struct Swarm::Impl {
   SwarmConfig config;
   Fabric fabric;
   std::vector<std::uint64_t> served;  // requests answered by each machine, while counting
+  // CQEs each machine's NIC had written when its threads' CQs were last found empty: a machine
+  // whose count has not moved since has nothing new to poll.
+  std::vector<std::uint64_t> polled_at;
   std::vector<Machine> machines;
   std::vector<Thread> threads;  // machine-major
 
@@ -190,6 +195,7 @@ struct Swarm::Impl {
     threads.resize(nm * nt);
     for (std::size_t m = 0; m < nm; ++m) Open(m);
     served.assign(nm, 0);
+    polled_at.assign(nm, ~std::uint64_t{0});
     // Thread t's QP for (k, v) on machine m meets thread t's QP for (m, v) on machine k.
     for (std::size_t m = 0; m < nm; ++m) {
       for (std::size_t k = m + 1; k < nm; ++k) {
@@ -252,32 +258,42 @@ struct Swarm::Impl {
     }
   }
 
-  // Takes every thread's completions; true if there were any.
+  // Takes every thread's completions; true if there were any. It runs after every event, so it
+  // looks only at machines whose NIC has written a CQE since their CQs were last drained.
   bool Reap(bool counting, std::vector<Thread*>& refill) {
     NDK_RESULT results[64];
     bool any = false;
-    for (Thread& th : threads) {
-      if (th.outstanding == 0 && th.receiving.empty()) continue;
-      const ScopedCore on(th.core);
-      const ULONG n = th.cq->Dispatch->NdkGetCqResults(th.cq, results, 64);
-      if (n == 0) continue;
-      bool requests = false;
-      for (ULONG i = 0; i < n; ++i) {
-        Check("swarm request", results[i].Status);
-        const auto tag = reinterpret_cast<std::uintptr_t>(results[i].RequestContext);
-        if ((tag & 1) != 0) {  // a receive: post it again
-          PostReceive(th, reinterpret_cast<NDK_QP*>(tag & ~std::uintptr_t{1}));
-          continue;
+    const auto nt = static_cast<std::size_t>(config.threads);
+    for (std::size_t m = 0; m < machines.size(); ++m) {
+      const std::uint64_t written = sim::NicOf(*machines[m].node).Counters().cqes_written;
+      if (written == polled_at[m]) continue;
+      bool drained = true;
+      for (std::size_t t = 0; t < nt; ++t) {
+        Thread& th = ThreadOf(m, t);
+        if (th.outstanding == 0 && th.receiving.empty()) continue;
+        const ScopedCore on(th.core);
+        const ULONG n = th.cq->Dispatch->NdkGetCqResults(th.cq, results, 64);
+        if (n == 0) continue;
+        if (n == 64) drained = false;  // there may be more: look again after the next event
+        bool requests = false;
+        for (ULONG i = 0; i < n; ++i) {
+          Check("swarm request", results[i].Status);
+          const auto tag = reinterpret_cast<std::uintptr_t>(results[i].RequestContext);
+          if ((tag & 1) != 0) {  // a receive: post it again
+            PostReceive(th, reinterpret_cast<NDK_QP*>(tag & ~std::uintptr_t{1}));
+            continue;
+          }
+          --th.outstanding;
+          requests = true;
+          if (counting) {
+            ++th.completed;
+            ++served[(tag >> 1) - 1];
+          }
         }
-        --th.outstanding;
-        requests = true;
-        if (counting) {
-          ++th.completed;
-          ++served[(tag >> 1) - 1];
-        }
+        if (requests) refill.push_back(&th);
+        any = true;
       }
-      if (requests) refill.push_back(&th);
-      any = true;
+      if (drained) polled_at[m] = written;
     }
     return any;
   }
