@@ -10,6 +10,9 @@
 //     wall-clock second (functional profile), to set beside N = 1;
 //   - BM_Scale_OneActiveAmongIdle/N: the same writes on one QP while N - 1 other connected QPs
 //     stay idle;
+//   - BM_Scale_Swarm/M/V: rc-swarm's workload on the Connect-IB preset (ndksim/swarm.h): M machines,
+//     14 threads each, every machine reading 32 B from every other over 14 * M * V QPs per machine,
+//     every QP active: simulated reads per wall-clock second, with the QP-context cache missing;
 //   - BM_Floor_PageFault: what the first touch of a fresh 4-KiB page costs on this machine, with no
 //     simulator at all: the floor under creating anything that needs new memory.
 #include <benchmark/benchmark.h>
@@ -24,6 +27,7 @@
 #include <vector>
 
 #include "ndksim/harness.h"
+#include "ndksim/swarm.h"
 
 namespace ndksim {
 namespace {
@@ -139,6 +143,23 @@ void BM_Scale_ActiveQps(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kChain * kChains));
 }
 BENCHMARK(BM_Scale_ActiveQps)->Arg(1)->Arg(64)->Arg(1024)->Arg(16384)->UseRealTime();
+
+void BM_Scale_Swarm(benchmark::State& state) {
+  SwarmConfig c;
+  c.fabric.profile = profiles::kConnectIbFdr;
+  c.machines = static_cast<int>(state.range(0));
+  c.vms = static_cast<int>(state.range(1));
+  Swarm swarm(c);
+  (void)swarm.Run(Microseconds(20), Microseconds(1));  // warm: windows full, caches in use
+  double reads = 0;
+  for ([[maybe_unused]] auto _ : state) {
+    const SwarmResult r = swarm.Run(Duration::zero(), Microseconds(20));
+    for (double rate : r.rate_per_machine) reads += rate * 20;  // M/s over 20 us
+  }
+  state.counters["qps_per_machine"] = static_cast<double>(swarm.QpsPerMachine());
+  state.SetItemsProcessed(static_cast<std::int64_t>(reads));
+}
+BENCHMARK(BM_Scale_Swarm)->Args({6, 1})->Args({6, 15})->Args({11, 9})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_Scale_OneActiveAmongIdle(benchmark::State& state) {
   const auto count = static_cast<std::size_t>(state.range(0));
