@@ -239,7 +239,7 @@ TEST(PcieLinkDirection, CompletionsAndMmioShareTheDownstreamBandwidth) {
 // in the way of traffic that is ready now or later), for a seeded mix of traffic ready now and
 // completions booked ahead, with the clock moving on.
 TEST(PcieLinkDirection, BooksTheEarliestGapLikeAPlainFirstFit) {
-  hw::LinkDirection link;
+  hw::Timeline link;
   std::vector<std::pair<std::int64_t, std::int64_t>> all;  // [start, end) in ps, in time order
   std::mt19937_64 rng(7);
   std::int64_t now = 0;

@@ -31,8 +31,7 @@ ContextCache::Entry* ContextCache::SetOf(std::uint64_t key) {
   return const_cast<Entry*>(std::as_const(*this).SetOf(key));
 }
 
-TimePoint ContextCache::Access(std::uint64_t key, TimePoint now) {
-  if (sets_ == 0) return now;
+TimePoint ContextCache::Lookup(std::uint64_t key, TimePoint now) {
   Entry* set = SetOf(key);
   Entry* victim = set;
   ++lookups_;

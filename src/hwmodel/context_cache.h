@@ -33,9 +33,11 @@ class ContextCache {
 
   // When the entry `key` is on chip for work that needs it at `now`: `now` on a hit (or when the
   // fill already under way lands); on a miss, when the fill issued now lands.
-  TimePoint Access(std::uint64_t key, TimePoint now);
+  TimePoint Access(std::uint64_t key, TimePoint now) { return sets_ == 0 ? now : Lookup(key, now); }
   // Forgets `key` (its object was destroyed): a later object that reuses the key misses.
   void Forget(std::uint64_t key);
+  // False when the cache has no entries: every entry is on chip.
+  bool Enabled() const { return sets_ != 0; }
   // Whether `key` is in the cache now (whether or not its fill has landed).
   bool Holds(std::uint64_t key) const;
 
@@ -45,6 +47,7 @@ class ContextCache {
     std::uint64_t used = 0;  // the lookup count at its last use; 0: the entry is empty
     TimePoint ready{};       // its fill lands then
   };
+  TimePoint Lookup(std::uint64_t key, TimePoint now);
   Entry* SetOf(std::uint64_t key);
   const Entry* SetOf(std::uint64_t key) const;
 

@@ -17,45 +17,6 @@ PcieLink::PcieLink(Nic& nic, EventQueue& events, std::uint64_t seed)
       tag_free_(nic.Profile().pcie_read_tags),
       read_waiters_(events, [this] { return ReadSlotAt(); }) {}
 
-TimePoint LinkDirection::Book(TimePoint now, TimePoint ready, Duration length) {
-  while (head_ < busy_.size() && busy_[head_].end <= now) ++head_;
-  if (head_ == busy_.size()) {
-    // Nothing booked is still ahead: the transfer goes when it is ready.
-    busy_.clear();
-    head_ = 0;
-    if (length != Duration::zero()) busy_.push_back(Busy{ready, ready + length});
-    return ready + length;
-  }
-  if (head_ >= 32 && head_ * 2 >= busy_.size()) {
-    busy_.erase(busy_.begin(), busy_.begin() + static_cast<std::ptrdiff_t>(head_));
-    head_ = 0;
-  }
-  // The first transfer still going on at `ready`; the earlier ones are no obstacle.
-  const auto first = std::upper_bound(busy_.begin() + static_cast<std::ptrdiff_t>(head_), busy_.end(), ready,
-                                      [](TimePoint t, const Busy& b) { return t < b.end; });
-  auto at = static_cast<std::size_t>(first - busy_.begin());
-  TimePoint start = ready;
-  for (; at < busy_.size(); ++at) {
-    if (busy_[at].start >= start + length) break;  // fits in the gap before this one
-    start = busy_[at].end;
-  }
-  const TimePoint end = start + length;
-  if (length == Duration::zero()) return end;
-  // Insert, merging with a neighbour that it touches, so back-to-back traffic stays one entry.
-  if (at > head_ && busy_[at - 1].end == start) {
-    busy_[at - 1].end = end;
-    if (at < busy_.size() && busy_[at].start == end) {
-      busy_[at - 1].end = busy_[at].end;
-      busy_.erase(busy_.begin() + static_cast<std::ptrdiff_t>(at));
-    }
-  } else if (at < busy_.size() && busy_[at].start == end) {
-    busy_[at].start = start;
-  } else {
-    busy_.insert(busy_.begin() + static_cast<std::ptrdiff_t>(at), Busy{start, end});
-  }
-  return end;
-}
-
 std::uint64_t PcieLink::WireBytes(std::uint64_t bytes, std::uint32_t tlp_bytes, std::uint32_t overhead) {
   const std::uint64_t tlps = bytes == 0 ? 1 : (bytes + tlp_bytes - 1) / tlp_bytes;
   return bytes + tlps * overhead;
@@ -146,8 +107,8 @@ void PcieLink::DmaWrite(std::uint64_t bytes, EventCallback done, QpCounters* qp,
   const TimePoint now = events_.Now();
   // The NIC's write engine issues one TLP per pcie_write_tlp_interval at most (its own timeline:
   // a rate, not a latency, so small writes are bound by it rather than by their bytes); the TLPs
-  // take the link for their bytes from when the engine issues the write. A write of nothing (a 0-B message's placement) is no TLP: it only keeps its place in
-  // the order.
+  // take the link for their bytes from when the engine issues the write. A write of nothing (a
+  // 0-B message's placement) is no TLP: it only keeps its place in the order.
   const std::uint64_t tlps = (bytes + p.pcie_max_payload_bytes - 1) / p.pcie_max_payload_bytes;
   const Duration length =
       bytes == 0 ? Duration::zero()
@@ -156,12 +117,12 @@ void PcieLink::DmaWrite(std::uint64_t bytes, EventCallback done, QpCounters* qp,
   TimePoint lands;
   if (order != nullptr && std::max(not_before, order->issued) > now) {
     // Issued later, when it may go: the writes issued before then do not wait for it.
-    const TimePoint issued = write_engine_.Book(now, std::max(not_before, order->issued), engine) - engine;
+    const TimePoint issued = IssueWrite(now, std::max(not_before, order->issued), engine);
     const TimePoint end = upstream_.Book(now, issued, length);
     lands = std::max(end + Latency(p.pcie_dma_write_latency), order->lands);
     order->issued = end;
   } else {
-    const TimePoint issued = write_engine_.Book(now, std::max(now, writes_free_), engine) - engine;
+    const TimePoint issued = IssueWrite(now, std::max(now, writes_free_), engine);
     writes_free_ = upstream_.Book(now, issued, length);
     // Posted writes become visible in order: never before an earlier write.
     last_write_done_ = std::max(last_write_done_, writes_free_ + Latency(p.pcie_dma_write_latency));

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The PCIe link between host and NIC: MMIO doorbell writes (host -> NIC), DMA reads (requests up,
 // completions with data down) and posted DMA writes (NIC -> host). Each kind of traffic is a
-// timeline of booked transfers (LinkDirection), so transfers queue behind each other and bandwidth
+// timeline of booked transfers (Timeline), so transfers queue behind each other and bandwidth
 // limits emerge without ticking cycles. A DMA read is split into read requests of at most MRRS bytes, each of
 // which holds one of a bounded number of read tags until its last completion has arrived. With the
 // profile's noise on, each transaction's latency varies around its mean (pcie_latency_jitter);
@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "event_queue.h"
-#include "link_direction.h"
 #include "hwmodel/noise.h"
 #include "nic.h"
+#include "timeline.h"
 
 namespace ndksim::hw {
 
@@ -66,6 +66,10 @@ class PcieLink {
   // Bytes on the link for `bytes` of data cut into TLPs of at most `tlp_bytes`, each with `overhead`.
   static std::uint64_t WireBytes(std::uint64_t bytes, std::uint32_t tlp_bytes, std::uint32_t overhead);
 
+  // When the write engine issues a write ready at `ready` that takes it for `engine`.
+  TimePoint IssueWrite(TimePoint now, TimePoint ready, Duration engine) {
+    return engine == Duration::zero() ? ready : write_engine_.Book(now, ready, engine) - engine;
+  }
   // A transaction's latency: the profile's, plus the link's jitter.
   Duration Latency(Duration mean) { return mean + noise_.Jitter(jitter_); }
 
@@ -73,9 +77,9 @@ class PcieLink {
   EventQueue& events_;
   NoiseStream noise_;
   Duration jitter_;  // pcie_latency_jitter, zero with the noise off
-  LinkDirection downstream_;      // host -> NIC: MMIO writes and read completions
-  LinkDirection upstream_;        // NIC -> host: read requests and posted writes
-  LinkDirection write_engine_;    // the NIC's DMA write engine: pcie_write_tlp_interval per TLP
+  Timeline downstream_;           // host -> NIC: MMIO writes and read completions
+  Timeline upstream_;             // NIC -> host: read requests and posted writes
+  Timeline write_engine_;         // the NIC's DMA write engine: pcie_write_tlp_interval per TLP
   // Each kind of traffic is in order among itself: the next one starts no earlier than these.
   TimePoint mmio_free_{};
   TimePoint mmio_arrives_{};  // the newest MMIO write reaches the NIC then

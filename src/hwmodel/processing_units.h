@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "hwmodel/host_interface.h"
-#include "link_direction.h"
+#include "timeline.h"
 #include "ndksim/profile.h"
 #include "ndksim/time.h"
 
@@ -29,7 +29,7 @@ class ProcessingUnits {
 
  private:
   ClockDomain clock_;
-  std::vector<LinkDirection> units_;  // each unit's timeline of booked work
+  std::vector<Timeline> units_;  // each unit's booked work
 };
 
 }  // namespace ndksim::hw

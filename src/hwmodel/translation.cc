@@ -12,12 +12,10 @@
 namespace ndksim::hw {
 
 namespace {
+constexpr std::uint64_t kPageBytes = 4096;  // NDK logical pages (ref §2.3)
 // A translation-cache miss reads one 64-B line: an MPT entry, or the MTT entries of 8 pages.
 constexpr std::uint32_t kTranslationLineBytes = 64;
-}  // namespace
-
-namespace {
-constexpr std::uint64_t kPageBytes = 4096;  // NDK logical pages (ref §2.3)
+constexpr std::uint64_t kPagesPerMttLine = 8;
 constexpr std::uint32_t kRemoteRights = access::kRemoteRead | access::kRemoteWrite;
 }  // namespace
 
@@ -115,16 +113,15 @@ const Translation::Entry* Translation::Find(MemoryKey key) const {
 }
 
 TimePoint Translation::Fetch(MemoryKey key, std::uint64_t address, std::uint64_t length, TimePoint now) {
+  if (!mpt_->Enabled() && !mtt_->Enabled()) return now;  // every entry on chip
   const std::uint32_t index = key.Index();
   const Entry* e = index < entries_.size() ? &entries_[index] : nullptr;
   const std::uint64_t generation = e != nullptr ? e->generation : 0;
   const std::uint64_t tag = (std::uint64_t{index} << 24) ^ (generation << 52);
   TimePoint ready = mpt_->Access(tag, now);
   if (e == nullptr || !e->allocated || length == 0) return ready;
-  constexpr std::uint64_t kPageShift = 12;
-  constexpr std::uint64_t kEntriesPerLine = 8;
-  const std::uint64_t first = (address >> kPageShift) / kEntriesPerLine;
-  const std::uint64_t last = ((address + length - 1) >> kPageShift) / kEntriesPerLine;
+  const std::uint64_t first = address / kPageBytes / kPagesPerMttLine;
+  const std::uint64_t last = (address + length - 1) / kPageBytes / kPagesPerMttLine;
   for (std::uint64_t line = first; line <= last; ++line) ready = std::max(ready, mtt_->Access(MixBits(tag) ^ line, now));
   return ready;
 }
