@@ -1088,6 +1088,8 @@ QpPairConfig ConfigFrom(FuzzInput& in) {
   config.fabric.seed = 1 + std::uint64_t{in.Integral<std::uint8_t>()};
   // Both token behaviours of fast registers: stable (the default) and rotating keys.
   config.fabric.profile.rotate_fast_register_keys = config.fabric.seed % 2 == 0;
+  // Every other pair of seeds runs with caches that miss all the time (no input byte of its own).
+  if ((config.fabric.seed / 2) % 2 == 1) config.fabric.profile = fuzz::WithTinyCaches(config.fabric.profile);
   config.fabric.async_completion = AsyncCompletion::kInline;
   // Small queues: a step has at most two requests in flight.
   config.cq_depth = 256;

@@ -11,6 +11,8 @@
 #include <span>
 #include <type_traits>
 
+#include "ndksim/profile.h"
+
 namespace ndksim::fuzz {
 
 class FuzzInput {
@@ -69,6 +71,12 @@ class FuzzInput {
 
 // A harness's invariant: on failure, print it and abort, so libFuzzer (or the replay test)
 // reports the input that broke it.
+// `p` with on-NIC caches far too small for the work (4 QP contexts, 4 key entries, 4 page-translation
+// lines, in sets of 2) and the NIC-wide packet and write-TLP limits on, so that context misses,
+// their fills racing a close, and recycled QPNs and keys all occur. The functional profile stays
+// as it is (it has no PCIe to fill a cache over).
+HardwareProfile WithTinyCaches(HardwareProfile p);
+
 [[noreturn]] void Violation(const char* what, const char* file, int line);
 #define NDKSIM_FUZZ_CHECK(cond) \
   ((cond) ? static_cast<void>(0) : ::ndksim::fuzz::Violation(#cond, __FILE__, __LINE__))
