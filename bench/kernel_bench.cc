@@ -21,7 +21,7 @@
 #include "ndksim/fabric.h"
 #include "ndksim/kernel/environment.h"
 #include "ndksim/kernel/wdm.h"
-#include "rpc.h"
+#include "rpc_loader.h"
 
 namespace ndksim::kernel {
 namespace {
@@ -124,22 +124,13 @@ void BM_Kernel_RpcEchoRoundTrips(benchmark::State& state) {
     const RpcInitiatorConfig initiator_config{.ipv4 = inet_addr("192.0.2.1"), .target_ipv4 = target_config.ipv4,
                                               .port = 4420, .submitters = 1, .queue_depth = 1, .write_count = 0,
                                               .blocks_per_io = 1, .echo_count = kEchoes, .pattern_seed = 0};
-    RpcTargetConfigure(&target_config);
-    RpcInitiatorConfigure(&initiator_config);
-    const RpcInitiatorResults& results = *RpcInitiatorGetResults();
-    _DRIVER_OBJECT* target = env.LoadDriver(target_node, "rpc_target", &RpcTargetDriverEntry);
-    env.RunUntil([&] { return env.DriverStatus(target) != STATUS_PENDING; });
-    _DRIVER_OBJECT* initiator = env.LoadDriver(initiator_node, "rpc_initiator", &RpcInitiatorDriverEntry);
-    env.RunUntil([&] { return env.DriverStatus(initiator) != STATUS_PENDING; });
-    env.RunUntil([&] { return results.connected != 0 || results.done != 0; });
+    const RpcDrivers drivers = RpcLoadConnected(env, target_node, initiator_node, target_config, initiator_config);
+    const RpcInitiatorResults& results = *drivers.results;
     state.ResumeTiming();
     env.RunUntil([&] { return results.completed == kEchoes || results.done != 0; });
     state.PauseTiming();
     if (results.succeeded != kEchoes) throw std::runtime_error("an echo failed");
-    env.RunUntil([&] { return results.done != 0; });
-    env.UnloadDriver(initiator);
-    env.UnloadDriver(target);
-    env.Run();
+    RpcUnload(env, drivers);
     state.SetItemsProcessed(state.items_processed() + kEchoes);
     state.ResumeTiming();
   }

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 # Every ```cpp block of the project's Markdown is compiled by the suite, so a snippet cannot rot.
-# A block is a whole translation unit: a program (it has `int main(`), built and run by ctest, or
-# test code (TESTs), linked with gmock_main into one binary whose tests ctest runs. `#line`
-# directives point compiler errors at the Markdown file and line.
+# A block is a whole translation unit: a program (it has `int main(`, or `NDKSIM_BENCHMARK_MAIN(`
+# for a posting-path benchmark), built and run by ctest, or test code (TESTs), linked with
+# gmock_main into one binary whose tests ctest runs. `#line` directives point compiler errors at
+# the Markdown file and line.
 #
 # ndksim_doc_snippets(<test-sources-var> <program-sources-var> <markdown>...)
 function(ndksim_doc_snippets tests_var programs_var)
@@ -48,7 +49,8 @@ function(ndksim_doc_snippets tests_var programs_var)
         file(WRITE ${source} "${content}")
       endif()
       string(FIND "${code}" "int main(" has_main)
-      if(has_main EQUAL -1)
+      string(FIND "${code}" "NDKSIM_BENCHMARK_MAIN(" has_benchmark_main)
+      if(has_main EQUAL -1 AND has_benchmark_main EQUAL -1)
         list(APPEND tests ${source})
       else()
         list(APPEND programs ${source})

@@ -71,3 +71,14 @@ cmake -S "$work/kernel" -B "$work/kernel/build" -G Ninja -DCMAKE_PREFIX_PATH="$w
 cmake --build "$work/kernel/build" >/dev/null
 "$work/kernel/build/my_consumer_tests" --gtest_brief=1
 echo "docs/kernel.md's CMake block, as printed: ok"
+
+# docs/benchmarking.md's two blocks are a whole posting-path benchmark project: it builds against
+# the installed package (ndksim::benchmark) and measures.
+mkdir -p "$work/bench"
+block docs/benchmarking.md cmake >"$work/bench/CMakeLists.txt"
+block docs/benchmarking.md cpp >"$work/bench/my_bench.cc"
+cmake -S "$work/bench" -B "$work/bench/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/bench/build" >/dev/null
+out=$("$work/bench/build/my_bench" --benchmark_min_time=0.01)
+grep -q "doorbells" <<<"$out" || { echo "docs/benchmarking.md's benchmark printed no counters" >&2; exit 1; }
+echo "docs/benchmarking.md's benchmark, as printed: ok"

@@ -5,6 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
+
+#include "ndksim/time.h"
 
 namespace ndksim {
 
@@ -28,6 +31,7 @@ struct QpCounters {
   std::uint64_t bytes_received = 0;     // payload bytes
   std::uint64_t fence_stalls = 0;
   std::uint64_t completions = 0;        // CQEs of this QP written to host memory (send and receive side)
+  std::uint64_t requests_completed = 0; // send-queue requests retired, signaled or not, in any status
   std::uint64_t retransmissions = 0;
 };
 
@@ -38,6 +42,7 @@ struct NicCounters {
   std::uint64_t mmio_writes = 0;
   std::uint64_t mmio_write_bytes = 0;
   std::uint64_t wqes_fetched = 0;
+  std::uint64_t wqe_fetch_reads = 0;      // DMA reads that fetched WQEs (one may bring several)
   std::uint64_t wqes_by_mmio = 0;
   std::uint64_t wqes_executed = 0;
   std::uint64_t packets_sent = 0;
@@ -49,6 +54,10 @@ struct NicCounters {
   std::uint64_t dma_read_bytes = 0;
   std::uint64_t dma_writes = 0;
   std::uint64_t dma_write_bytes = 0;
+  std::uint64_t payload_read_bytes = 0;   // message data read from host memory (sends, writes, read responses)
+  std::uint64_t payload_write_bytes = 0;  // message data placed in host memory (receives, inbound writes, reads)
+  std::uint64_t pcie_to_nic_bytes = 0;    // on the link towards the NIC: MMIO writes, read completions (TLP headers included)
+  std::uint64_t pcie_to_host_bytes = 0;   // towards the host: read requests, DMA writes (TLP headers included)
   std::uint64_t read_tag_stalls = 0;    // read requests that waited for a free tag
   std::uint64_t qp_context_hits = 0;    // QP-context lookups the on-chip cache answered
   std::uint64_t qp_context_misses = 0;  // ... that read the context from host memory first
@@ -57,6 +66,7 @@ struct NicCounters {
   std::uint64_t mtt_hits = 0;           // page-translation line lookups (8 pages a line)
   std::uint64_t mtt_misses = 0;
   std::uint64_t cqes_written = 0;
+  std::uint64_t requests_completed = 0;   // send-queue requests retired, signaled or not, in any status
   std::uint64_t cq_overruns = 0;        // CQs that overran (each once: an overrun CQ takes no more)
   std::uint64_t interrupts = 0;
   std::uint64_t naks_sent = 0;
@@ -66,6 +76,20 @@ struct NicCounters {
   std::uint64_t protection_faults = 0;
   std::uint64_t icrc_errors = 0;        // packets discarded because a bit flipped on the wire
   std::uint64_t faults_injected = 0;    // fault rules that acted at this node's hook points
+};
+
+// How long each shared resource of one NIC has been taken, in simulated time, since the node was
+// made (Node::Busy). What was booked for the future is counted: read once the fabric is idle, the
+// figures are exact. A resource busy for nearly all of a stretch is what bounded the rate then.
+struct NicBusy {
+  Duration pcie_to_nic;       // the link towards the NIC: MMIO writes and read completions
+  Duration pcie_to_host;      // towards the host: read requests and DMA writes
+  Duration write_engine;      // the DMA write engine's TLP issue (pcie_write_tlp_interval)
+  Duration read_tags;         // summed over the read tags: time each held an outstanding read
+  std::uint32_t read_tag_count = 0;
+  Duration transmit;          // the port's transmitter: packets serialized onto the wire
+  Duration receive;           // the receive pipeline's intake (receive_packet_interval)
+  std::vector<Duration> processing_units;  // each unit's booked work, in unit order
 };
 
 }  // namespace ndksim

@@ -117,6 +117,8 @@ class Node {
   // object has returned when it returns.
   void CloseAdapter(NDK_ADAPTER* adapter);
   NodeCounters Counters() const;
+  // How long each shared resource of the node's RNIC has been taken so far (ndksim/counters.h).
+  NicBusy Busy() const;
   // Counters of one QP of this node (doorbells, MMIO, DMA, packets, fence stalls, completions);
   // nullopt for a QP of another node or one already closed.
   std::optional<QpCounters> CountersOf(NDK_QP* qp) const;

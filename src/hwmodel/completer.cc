@@ -139,6 +139,7 @@ void Completer::OnReadResponse(QpContext& qp, std::uint32_t packet_id) {
   const Qpn qpn = qp.qpn;
   const std::uint32_t wqe = d.control.wqe_counter;
   // A placement once issued lands: data already on its way to host memory cannot be recalled.
+  nic_.MutableCounters().payload_write_bytes += length;
   nic_.Pcie().DmaWrite(length, [this, qpn, counter, wqe, offset, packet_id, last] {
     PacketPool& pkt_pool = nic_.GetPort().Pool();
     QpContext* q = nic_.FindQp(qpn);
@@ -244,6 +245,8 @@ void Completer::Retire(QpContext& qp) {
     qp.send_queue.ring->ConsumerRelease(qp.send_queue.stride_blocks);
     ++c.head;
     ++retired;
+    ++qp.counters.requests_completed;
+    ++nic_.MutableCounters().requests_completed;
     if (deferred) {
       // The failed WQE's turn: everything before it has completed. Now the QP fails, and the
       // requests after it are flushed (the peer is told: the error was found here).

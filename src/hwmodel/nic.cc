@@ -78,6 +78,20 @@ bool Nic::OwnsAddress(const NetworkAddress& a) const {
 }
 
 
+NicBusy Nic::Busy() const {
+  NicBusy b;
+  b.pcie_to_nic = pcie_->ToNicBusy();
+  b.pcie_to_host = pcie_->ToHostBusy();
+  b.write_engine = pcie_->WriteEngineBusy();
+  b.read_tags = pcie_->ReadTagBusy();
+  b.read_tag_count = pcie_->ReadTags();
+  b.transmit = port_->TransmitBusy();
+  b.receive = port_->ReceiveBusy();
+  b.processing_units.reserve(units_->Count());
+  for (std::size_t i = 0; i < units_->Count(); ++i) b.processing_units.push_back(units_->Booked(i));
+  return b;
+}
+
 const QpCounters* Nic::FindQpCounters(Qpn qpn) const {
   const QpContext* qp = qps_.Find(qpn.value);
   return qp != nullptr ? &qp->counters : nullptr;

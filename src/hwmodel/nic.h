@@ -123,6 +123,8 @@ class Nic {  // NOLINT(clang-analyzer-optin.performance.Padding)
   bool OwnsAddress(const NetworkAddress& a) const;
 
   const NicCounters& Counters() const { return counters_; }
+  // How long each shared resource has been taken so far (gathered from the blocks that own them).
+  NicBusy Busy() const;
 
   // ---- used by the blocks ----
   NicCounters& MutableCounters() { return counters_; }

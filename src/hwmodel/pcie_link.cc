@@ -32,8 +32,9 @@ TimePoint PcieLink::MmioWrite(std::uint32_t bytes, QpCounters* qp) {
     qp->mmio_write_bytes += bytes;
   }
   const TimePoint now = events_.Now();
-  mmio_free_ = downstream_.Book(now, std::max(now, mmio_free_),
-                                p.pcie_bandwidth.TimeFor(WireBytes(bytes, kWriteCombiningLineBytes, kWriteTlpOverheadBytes)));
+  const std::uint64_t wire = WireBytes(bytes, kWriteCombiningLineBytes, kWriteTlpOverheadBytes);
+  c.pcie_to_nic_bytes += wire;
+  mmio_free_ = downstream_.Book(now, std::max(now, mmio_free_), p.pcie_bandwidth.TimeFor(wire));
   // Posted writes: in order, whatever each one's latency.
   mmio_arrives_ = std::max(mmio_arrives_, mmio_free_ + Latency(p.pcie_mmio_write_latency));
   return mmio_arrives_;
@@ -71,15 +72,17 @@ TimePoint PcieLink::DmaReadArrival(std::uint64_t bytes, QpCounters* qp) {
     next_tag_ = (next_tag_ + 1) % tag_free_.size();
     const TimePoint ready = std::max(now, requests_free_);
     if (tag > ready) ++c.read_tag_stalls;
+    c.pcie_to_host_bytes += kWriteTlpOverheadBytes;
     requests_free_ = upstream_.Book(now, std::max(ready, tag), request_time);
+    const TimePoint tag_taken = requests_free_ - request_time;
     // The data comes back after the read latency and occupies the downstream direction for its
     // serialization time, in completions of at most MPS bytes. The host hands it over one 64-B
     // line at a time, so the last line is ready (lines - 1) intervals after the first, and the
     // last completion cannot arrive before it has crossed the link.
     const TimePoint first_ready = requests_free_ + Latency(p.pcie_dma_read_latency);
-    completions_free_ =
-        downstream_.Book(now, std::max(first_ready, completions_free_),
-                         p.pcie_bandwidth.TimeFor(WireBytes(n, p.pcie_max_payload_bytes, kCompletionTlpOverheadBytes)));
+    const std::uint64_t wire = WireBytes(n, p.pcie_max_payload_bytes, kCompletionTlpOverheadBytes);
+    c.pcie_to_nic_bytes += wire;
+    completions_free_ = downstream_.Book(now, std::max(first_ready, completions_free_), p.pcie_bandwidth.TimeFor(wire));
     const std::uint64_t lines = n == 0 ? 1 : (n + kHostLineBytes - 1) / kHostLineBytes;
     const std::uint64_t last_line_bytes = n - (lines - 1) * kHostLineBytes;
     const TimePoint last_line_arrives =
@@ -88,6 +91,7 @@ TimePoint PcieLink::DmaReadArrival(std::uint64_t bytes, QpCounters* qp) {
     // Several requests stream at once; their reads still complete in issue order.
     last_read_done_ = std::max({completions_free_, last_line_arrives, last_read_done_});
     tag = last_read_done_;  // the tag is free once its last completion has arrived
+    tag_busy_ += tag - tag_taken;
     last = last_read_done_;
   } while (left > 0);
   NDKSIM_TRACE(nic_.Trace(), now, nic_.Id(), Pcie, "dma read {} B done at {}", bytes, last);
@@ -110,9 +114,9 @@ void PcieLink::DmaWrite(std::uint64_t bytes, EventCallback done, QpCounters* qp,
   // take the link for their bytes from when the engine issues the write. A write of nothing (a
   // 0-B message's placement) is no TLP: it only keeps its place in the order.
   const std::uint64_t tlps = (bytes + p.pcie_max_payload_bytes - 1) / p.pcie_max_payload_bytes;
-  const Duration length =
-      bytes == 0 ? Duration::zero()
-                 : p.pcie_bandwidth.TimeFor(WireBytes(bytes, p.pcie_max_payload_bytes, kWriteTlpOverheadBytes));
+  const std::uint64_t wire = bytes == 0 ? 0 : WireBytes(bytes, p.pcie_max_payload_bytes, kWriteTlpOverheadBytes);
+  c.pcie_to_host_bytes += wire;
+  const Duration length = p.pcie_bandwidth.TimeFor(wire);
   const Duration engine = p.pcie_write_tlp_interval * static_cast<std::int64_t>(tlps);
   TimePoint lands;
   if (order != nullptr && std::max(not_before, order->issued) > now) {

@@ -62,6 +62,14 @@ class PcieLink {
   // When every write issued so far is visible in host memory.
   TimePoint LastWriteLandsAt() const { return last_write_done_; }
 
+  // Time booked so far (NicBusy): each direction of the link, the write engine, and the read tags
+  // (summed over tags: from a request's issue until its last completion has arrived).
+  Duration ToNicBusy() const { return downstream_.Booked(); }
+  Duration ToHostBusy() const { return upstream_.Booked(); }
+  Duration WriteEngineBusy() const { return write_engine_.Booked(); }
+  Duration ReadTagBusy() const { return tag_busy_; }
+  std::uint32_t ReadTags() const { return static_cast<std::uint32_t>(tag_free_.size()); }
+
  private:
   // Bytes on the link for `bytes` of data cut into TLPs of at most `tlp_bytes`, each with `overhead`.
   static std::uint64_t WireBytes(std::uint64_t bytes, std::uint32_t tlp_bytes, std::uint32_t overhead);
@@ -91,6 +99,7 @@ class PcieLink {
   // When each read tag is free again. Completions return in issue order, so the tags free up in
   // the order they were taken and a ring suffices: the next tag is always the earliest free.
   std::vector<TimePoint> tag_free_;
+  Duration tag_busy_{};
   std::size_t next_tag_ = 0;
   WaitList read_waiters_;
 };

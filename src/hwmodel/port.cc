@@ -65,7 +65,9 @@ TimePoint Port::Transmit(std::uint32_t id) {
   }
   const std::uint64_t wire_bytes = pkt.payload.size() + p.packet_overhead_bytes + ExtensionHeaderBytes(p.transport, pkt);
   const TimePoint start = std::max(events_.Now(), tx_free_);
-  tx_free_ = start + p.link_rate.TimeFor(wire_bytes);
+  const Duration serialization = p.link_rate.TimeFor(wire_bytes);
+  tx_free_ = start + serialization;
+  transmit_busy_ += serialization;
   Nic* dest = network_.NodeNic(pkt.destination_node);
   NDKSIM_CHECK(dest != nullptr);
   const HardwareProfile& d = dest->Profile();
@@ -139,7 +141,9 @@ void Port::Receive(std::uint32_t id) {
   if (pkt.opcode != PacketOpcode::kManagement) {
     const TimePoint now = events_.Now();
     const TimePoint intake = std::max(now, rx_free_);
-    rx_free_ = intake + nic_.Profile().nic_clock.ToDuration(nic_.Profile().receive_packet_interval);
+    const Duration interval = nic_.Profile().nic_clock.ToDuration(nic_.Profile().receive_packet_interval);
+    rx_free_ = intake + interval;
+    receive_busy_ += interval;
     const TimePoint context = nic_.QpContexts().Access(pkt.destination_qpn.value, intake);
     if (context > now) {
       events_.Schedule(context, EventPriority::kWire, [this, id] { Deliver(id); });

@@ -42,6 +42,9 @@ class Port {
 
   PacketPool& Pool();
   TimePoint TransmitFreeAt() const { return tx_free_; }
+  // Time taken so far (NicBusy): serializing packets onto the wire; the receive pipeline's intake.
+  Duration TransmitBusy() const { return transmit_busy_; }
+  Duration ReceiveBusy() const { return receive_busy_; }
   // A block has a packet ready while the transmitter is busy: `resume` runs in turn, when the
   // transmitter is free.
   void AwaitTransmitter(Resume resume) { waiters_.Add(std::move(resume)); }
@@ -52,6 +55,8 @@ class Port {
   Network& network_;
   TimePoint tx_free_{};
   TimePoint rx_free_{};  // the receive pipeline takes its next packet then
+  Duration transmit_busy_{};
+  Duration receive_busy_{};
   WaitList waiters_;
 
   // Hands a received packet to the block that takes it.

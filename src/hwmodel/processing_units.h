@@ -26,6 +26,9 @@ class ProcessingUnits {
   TimePoint Run(Qpn qpn, Cycles cycles, TimePoint now, TimePoint context = {}) {
     return units_[qpn.value % units_.size()].Book(now, std::max(now, context), clock_.ToDuration(cycles));
   }
+  std::size_t Count() const { return units_.size(); }
+  // The work booked on unit `i` so far.
+  Duration Booked(std::size_t i) const { return units_[i].Booked(); }
 
  private:
   ClockDomain clock_;

@@ -333,6 +333,7 @@ void Requester::StagePacket(QpContext& qp, std::uint32_t counter, std::uint32_t 
   }
   const Qpn qpn = qp.qpn;
   const std::uint64_t generation = r.generation;
+  nic_.MutableCounters().payload_read_bytes += bytes;
   nic_.Pcie().DmaRead(bytes, [this, qpn, generation, slot] { OnPayloadRead(qpn, generation, slot); }, &qp.counters);
 }
 

@@ -364,6 +364,7 @@ void Responder::OnSend(QpContext& qp, std::uint32_t packet_id) {
   const std::uint32_t counter = r.receive_wqe;
   const Qpn qpn = qp.qpn;
   r.message_bytes += length;
+  nic_.MutableCounters().payload_write_bytes += length;
   nic_.Pcie().DmaWrite(
       length,
       [this, qpn, counter, offset, packet_id] {
@@ -448,6 +449,7 @@ void Responder::OnWrite(QpContext& qp, std::uint32_t packet_id) {
   r.write_address += length;
   r.write_remaining -= length;
   if (length > 0) {
+    nic_.MutableCounters().payload_write_bytes += length;
     nic_.Pcie().DmaWrite(length, [this, pd, address, key, packet_id] {
       PacketPool& pkt_pool = nic_.GetPort().Pool();
       const Packet& pkt = pkt_pool.Get(packet_id);
@@ -611,6 +613,7 @@ bool Responder::ReadResponseData(QpContext& qp) {
       r.responses_bytes += bytes;
       if (bytes > 0) {
         const Qpn qpn = qp.qpn;
+        nic_.MutableCounters().payload_read_bytes += bytes;
         nic_.Pcie().DmaRead(bytes, [this, qpn, slot] { OnResponseData(qpn, slot); }, &qp.counters);
       }
       ++r.read_packet;

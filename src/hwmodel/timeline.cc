@@ -6,6 +6,7 @@
 namespace ndksim::hw {
 
 TimePoint Timeline::Book(TimePoint now, TimePoint ready, Duration length) {
+  booked_ += length;
   while (head_ < busy_.size() && busy_[head_].end <= now) ++head_;
   if (head_ == busy_.size()) {
     // Nothing booked is still ahead: the transfer goes when it is ready.

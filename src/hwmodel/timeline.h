@@ -19,6 +19,8 @@ class Timeline {
   // Books `length` of the resource's time from `ready` on; returns when the work ends. `now` lets
   // the timeline forget what is over.
   TimePoint Book(TimePoint now, TimePoint ready, Duration length);
+  // All the time booked so far, including what is still ahead.
+  Duration Booked() const { return booked_; }
 
  private:
   struct Busy {
@@ -30,6 +32,7 @@ class Timeline {
   // booking costs a binary search plus the gaps it does not fit in.
   std::vector<Busy> busy_;
   std::size_t head_ = 0;
+  Duration booked_{};
 };
 
 }  // namespace ndksim::hw

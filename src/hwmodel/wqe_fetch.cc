@@ -63,6 +63,7 @@ void WqeFetch::Kick(QpContext& qp) {
   NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), WqeFetch, "qp {} fetch {} wqe(s) from block {}",
                qp.qpn.value, count, first_block);
   const Qpn qpn = qp.qpn;
+  ++nic_.MutableCounters().wqe_fetch_reads;
   nic_.Pcie().DmaRead(
       bytes,
       [this, qpn, first_block, count] {

@@ -79,6 +79,10 @@ NodeCounters Node::Counters() const {
   return impl_->engine->Serialize([this] { return impl_->nic->Counters(); });
 }
 
+NicBusy Node::Busy() const {
+  return impl_->engine->Serialize([this] { return impl_->nic->Busy(); });
+}
+
 std::uint32_t Node::CoreCount() const { return impl_->host->Cpu().CoreCount(); }
 std::uint32_t Node::CurrentCore() const { return impl_->host->Cpu().CoreOfThisThread(); }
 TimePoint Node::CoreClock(std::uint32_t core) const { return impl_->host->Cpu().Clock(core); }

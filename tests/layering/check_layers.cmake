@@ -9,7 +9,7 @@ foreach(layer common hwmodel provider)
     file(STRINGS ${file} includes REGEX "^#include \"")
     foreach(line IN LISTS includes)
       if(line MATCHES "\\.\\./" OR line MATCHES "\"sim/"
-         OR line MATCHES "\"ndksim/(fabric|harness|testing|workload|swarm)\\.h\"")
+         OR line MATCHES "\"ndksim/(fabric|harness|testing|workload|swarm|benchmark)\\.h\"")
         string(APPEND problems "\n  ${file}: ${line}")
       endif()
       if(NOT layer STREQUAL "provider" AND line MATCHES "\"(provider/|ndkpi\\.h|ndkinfo\\.h)")
