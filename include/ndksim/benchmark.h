@@ -44,6 +44,7 @@
 
 #include "ndksim/counters.h"
 #include "ndksim/harness.h"
+#include "ndksim/host_cpu.h"
 
 namespace ndksim {
 
@@ -63,7 +64,7 @@ struct PostingConfig {
   // false: the routine polls for itself, before it posts.
   bool reap = true;
   // Nonzero: the helper keeps every peer QP's receive queue full of receives of this many bytes
-  // and re-posts each one that completes (the routine sends).
+  // and re-posts each one that completes (the routine sends), peer QP i's from the peer's core i.
   std::uint32_t peer_receive_bytes = 0;
   // The engine runs on its own thread (Fabric::Start) while the routine posts, instead of being
   // stepped between calls: the routine meets the provider as it would under a threaded test. The
@@ -74,7 +75,9 @@ struct PostingConfig {
 // One resource of the simulated fabric and the share of the measured stretch it was busy.
 struct ResourceBusy {
   std::string name;  // e.g. "the wire (a -> b)", "processing unit 3 (a)", "host core 0 (a)"
-  double busy = 0;   // 0..1 (read tags: the mean share of the tags held)
+  // The share of the run it was busy (read tags: the mean share of the tags held). A host core's
+  // can pass 1: its clock runs ahead of the fabric's when it has more work than the run's length.
+  double busy = 0;
 };
 
 // What a run measured. `poster` and `peer` are the two NICs' counters over the run (on a loopback
@@ -370,6 +373,9 @@ class PostingRun {
   void PostPeerReceive(std::size_t q) {
     const NDK_SGE sge = receive_buffer_->Sge(0, config_.peer_receive_bytes);
     NDK_QP* qp = qb_[q];
+    // Each peer QP's receives are re-posted from a core of its own, as a server spreads its
+    // connections over its cores: the peer's posting cost does not pile up on one core.
+    const ScopedCore on(static_cast<std::uint32_t>(q));
     // The receive's context names its QP, so its completion says which queue to refill.
     const NTSTATUS s = qp->Dispatch->NdkReceive(qp, reinterpret_cast<void*>(q + 1), &sge, 1);
     if (s != STATUS_SUCCESS) throw HarnessError("PostingRun: NdkReceive on the peer", s);
