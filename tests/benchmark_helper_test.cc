@@ -147,6 +147,46 @@ TEST(PostingRun, SixteenQpsOfBatchedInlineWritesAreBoundByTheWire) {
   EXPECT_THAT(r.Bound(), StartsWith("the wire (a -> b)"));
 }
 
+TEST(PostingRun, ManyQpsWithTooFewCachedContextsSayHowOftenTheyMiss) {
+  // 16 QPs in turn through a cache of 2 contexts: nearly every doorbell, WQE and packet misses.
+  PostingConfig c;
+  c.qps = 16;
+  c.pair.fabric.profile.qp_context_cache_entries = 2;
+  c.pair.fabric.profile.qp_context_cache_ways = 1;
+  const PostingReport r = RunWrites(c, 16 * 20, kChain, NDK_OP_FLAG_INLINE);
+  EXPECT_GT(r.poster.qp_context_misses, 0u);
+  EXPECT_THAT(r.Bound(), HasSubstr(fmt::format(", {:.2f} cache misses/op",
+                                               r.PerOp(r.poster.qp_context_misses + r.peer.qp_context_misses))));
+}
+
+TEST(PostingRun, WithoutCachesTheBoundSaysNothingOfMisses) {
+  const PostingReport r = RunWrites({}, 32, kChain, NDK_OP_FLAG_INLINE);
+  EXPECT_THAT(r.Bound(), ::testing::Not(HasSubstr("cache")));
+}
+
+TEST(PostingRun, WqesWrittenThroughTheDoorbellFromManyCoresAreBoundByMmio) {
+  // Kalia et al.'s 80-M row: inline writes of two 64-B lines each, a doorbell per request, posted
+  // from 16 cores onto 16 QPs: every WQE crosses the link as MMIO (the model: 79 M/s).
+  PostingConfig c;
+  c.qps = 16;
+  c.pair.inline_data_size = 64;
+  PostingRun run(c);
+  auto local = run.poster().Register(64);
+  auto remote = run.peer().Register(64);
+  const NDK_SGE sge = local->Sge(0, 40);
+  for (std::size_t i = 0; i < 16 * 300; ++i) {
+    NDK_QP* qp = run.qp(i % 16);  // each QP signals one write in 16 of its own
+    const ScopedCore on(static_cast<std::uint32_t>(i % 16));
+    run.Call(1, [&] {
+      ASSERT_EQ(qp->Dispatch->NdkWrite(qp, nullptr, &sge, 1, remote->Address(), remote->RemoteToken(),
+                                       NDK_OP_FLAG_INLINE | ((i / 16) % 16 == 0 ? 0 : NDK_OP_FLAG_SILENT_SUCCESS)),
+                STATUS_SUCCESS);
+    });
+  }
+  const PostingReport r = run.Finish();
+  EXPECT_THAT(r.Bound(), StartsWith("PCIe to the NIC, mostly MMIO writes (a)")) << r.Bound();
+}
+
 TEST(PostingRun, SendsFindTheReceivesTheHelperKeepsPosted) {
   PostingConfig c;
   c.peer_receive_bytes = 64;

@@ -83,6 +83,7 @@ struct NicCounters {
 // figures are exact. A resource busy for nearly all of a stretch is what bounded the rate then.
 struct NicBusy {
   Duration pcie_to_nic;       // the link towards the NIC: MMIO writes and read completions
+  Duration mmio;              // ... the part of it that MMIO writes took
   Duration pcie_to_host;      // towards the host: read requests and DMA writes
   Duration write_engine;      // the DMA write engine's TLP issue (pcie_write_tlp_interval)
   Duration read_tags;         // summed over the read tags: time each held an outstanding read

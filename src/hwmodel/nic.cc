@@ -81,6 +81,7 @@ bool Nic::OwnsAddress(const NetworkAddress& a) const {
 NicBusy Nic::Busy() const {
   NicBusy b;
   b.pcie_to_nic = pcie_->ToNicBusy();
+  b.mmio = pcie_->MmioBusy();
   b.pcie_to_host = pcie_->ToHostBusy();
   b.write_engine = pcie_->WriteEngineBusy();
   b.read_tags = pcie_->ReadTagBusy();

@@ -34,6 +34,7 @@ TimePoint PcieLink::MmioWrite(std::uint32_t bytes, QpCounters* qp) {
   const TimePoint now = events_.Now();
   const std::uint64_t wire = WireBytes(bytes, kWriteCombiningLineBytes, kWriteTlpOverheadBytes);
   c.pcie_to_nic_bytes += wire;
+  mmio_busy_ += p.pcie_bandwidth.TimeFor(wire);
   mmio_free_ = downstream_.Book(now, std::max(now, mmio_free_), p.pcie_bandwidth.TimeFor(wire));
   // Posted writes: in order, whatever each one's latency.
   mmio_arrives_ = std::max(mmio_arrives_, mmio_free_ + Latency(p.pcie_mmio_write_latency));

@@ -65,6 +65,7 @@ class PcieLink {
   // Time booked so far (NicBusy): each direction of the link, the write engine, and the read tags
   // (summed over tags: from a request's issue until its last completion has arrived).
   Duration ToNicBusy() const { return downstream_.Booked(); }
+  Duration MmioBusy() const { return mmio_busy_; }  // the part of ToNicBusy that MMIO writes took
   Duration ToHostBusy() const { return upstream_.Booked(); }
   Duration WriteEngineBusy() const { return write_engine_.Booked(); }
   Duration ReadTagBusy() const { return tag_busy_; }
@@ -100,6 +101,7 @@ class PcieLink {
   // the order they were taken and a ring suffices: the next tag is always the earliest free.
   std::vector<TimePoint> tag_free_;
   Duration tag_busy_{};
+  Duration mmio_busy_{};
   std::size_t next_tag_ = 0;
   WaitList read_waiters_;
 };
