@@ -7,8 +7,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <sstream>
+
+#include "rpc_loader.h"
 
 namespace ndksim {
 namespace {
@@ -268,6 +272,29 @@ TEST(PostingRun, ACallThatPostsOtherThanItDeclaresIsReported) {
   Buffers b(run);
   run.Call(4, [&] { PostWrites(run.qp(0), b, 3, NDK_OP_FLAG_INLINE, 0); });
   EXPECT_THROW(run.Finish(), HarnessError);
+}
+
+TEST(KernelPostingRun, MeasuresAKernelDriversRequestsExactly) {
+  // The kernel RPC example's initiator on the poster, its target on the peer: 100 ECHO requests,
+  // each one send from the initiator and one response send from the target.
+  KernelPostingRun run;
+  const RpcTargetConfig target{.ipv4 = inet_addr("192.0.2.2"), .port = 4420, .disk_blocks = 8, .receive_depth = 4,
+                               .invalidate_reads = 1};
+  const RpcInitiatorConfig initiator{.ipv4 = inet_addr("192.0.2.1"), .target_ipv4 = target.ipv4, .port = 4420,
+                                     .submitters = 1, .queue_depth = 4, .write_count = 0, .blocks_per_io = 1,
+                                     .echo_count = 100, .pattern_seed = 0};
+  const RpcDrivers drivers = RpcLoadConnected(run.environment(), run.peer(), run.poster(), target, initiator);
+  const RpcTargetResults& answered = *RpcTargetGetResults();
+  const PostingReport r = run.Measure(100, [&] {
+    return (drivers.results->completed == 100 && answered.responses == 100) || drivers.results->done != 0;
+  });
+  EXPECT_EQ(drivers.results->succeeded, 100u);
+  EXPECT_EQ(r.operations, 100u);
+  EXPECT_EQ(r.poster.requests_completed, 100u);
+  EXPECT_EQ(r.peer.requests_completed, 100u);
+  EXPECT_GT(r.simulated, Duration::zero());
+  EXPECT_GT(r.host, Duration::zero());
+  RpcUnload(run.environment(), drivers);
 }
 
 // A Google Benchmark run of PostingBenchmark, through a reporter that keeps the runs.

@@ -13,7 +13,6 @@
 // request, for the initiator's node and the target's.
 #include <arpa/inet.h>
 
-#include <chrono>
 #include <cstdint>
 #include <stdexcept>
 
@@ -32,27 +31,21 @@ void BM_KernelRpcSubmit(benchmark::State& state) {
   const auto blocks = static_cast<std::uint32_t>(state.range(1));
   ndksim::PostingReport report;
   for ([[maybe_unused]] auto _ : state) {
-    ndksim::Fabric fabric(ndksim::FabricConfig{.seed = 1});
-    ndksim::Node& initiator_node = fabric.AddNode({"initiator", {"192.0.2.1"}});
-    ndksim::Node& target_node = fabric.AddNode({"target", {"192.0.2.2"}});
-    ndksim::kernel::Environment env(fabric, ndksim::kernel::EnvironmentConfig{.seed = 1});
+    ndksim::KernelPostingRun run(ndksim::FabricConfig{.seed = 1});
     const RpcTargetConfig target_config{.ipv4 = inet_addr("192.0.2.2"), .port = 4420, .disk_blocks = kWrites * blocks,
                                         .receive_depth = depth, .invalidate_reads = 1};
     const RpcInitiatorConfig initiator_config{.ipv4 = inet_addr("192.0.2.1"), .target_ipv4 = target_config.ipv4,
                                               .port = 4420, .submitters = 2, .queue_depth = depth,
                                               .write_count = kWrites, .blocks_per_io = blocks, .echo_count = 0,
                                               .pattern_seed = 7};
-    const RpcDrivers drivers = RpcLoadConnected(env, target_node, initiator_node, target_config, initiator_config);
+    const RpcDrivers drivers =
+        RpcLoadConnected(run.environment(), run.peer(), run.poster(), target_config, initiator_config);
     const RpcInitiatorResults& results = *drivers.results;
     // The measured stretch: from the connection to the last WRITE's completion.
-    const ndksim::NodeMeasurement measurement(initiator_node, target_node, env.Now());
-    const auto t0 = std::chrono::steady_clock::now();
-    env.RunUntil([&] { return results.writes == kWrites || results.done != 0; });
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    report = measurement.Finish(env.Now(), kWrites, wall);
-    state.SetIterationTime(wall);
+    report = run.Measure(kWrites, [&] { return results.writes == kWrites || results.done != 0; });
+    state.SetIterationTime(report.wall_seconds);
     if (results.writes != kWrites) throw std::runtime_error("a WRITE request failed");
-    RpcUnload(env, drivers);  // the READs of the workload, then the teardown
+    RpcUnload(run.environment(), drivers);  // the READs of the workload, then the teardown
   }
   ndksim::PostingBenchmark::Publish(state, report);
 }

@@ -29,6 +29,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -45,6 +46,7 @@
 #include "ndksim/counters.h"
 #include "ndksim/harness.h"
 #include "ndksim/host_cpu.h"
+#include "ndksim/kernel/environment.h"
 
 namespace ndksim {
 
@@ -418,6 +420,39 @@ class PostingRun {
     }
   }
 
+};
+
+// Two nodes of a fabric in a kernel environment, for a benchmark of a kernel-mode consumer
+// (docs/benchmarking.md, "Kernel drivers"): load its drivers with environment().LoadDriver on
+// poster() and peer(), bring them to where the measured work begins, then Measure it.
+class KernelPostingRun {
+ public:
+  explicit KernelPostingRun(FabricConfig fabric = {}, kernel::EnvironmentConfig environment = {})
+      : fabric_(std::move(fabric)),
+        poster_(fabric_.AddNode({"a", {"192.0.2.1", "2001:db8::1"}})),
+        peer_(fabric_.AddNode({"b", {"192.0.2.2", "2001:db8::2"}})),
+        environment_(fabric_, environment) {}
+
+  Fabric& fabric() { return fabric_; }
+  Node& poster() { return poster_; }  // "a", 192.0.2.1: the node whose posting is measured
+  Node& peer() { return peer_; }      // "b", 192.0.2.2
+  kernel::Environment& environment() { return environment_; }
+
+  // Runs the environment until `done` holds, and reports that stretch per `operations`. Its wall
+  // time is the whole stretch's: the environment runs the drivers and the fabric together.
+  PostingReport Measure(std::uint64_t operations, const std::function<bool()>& done) {
+    const NodeMeasurement measurement(poster_, peer_, environment_.Now());
+    const auto t0 = std::chrono::steady_clock::now();
+    environment_.RunUntil(done);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return measurement.Finish(environment_.Now(), operations, wall);
+  }
+
+ private:
+  Fabric fabric_;
+  Node& poster_;
+  Node& peer_;
+  kernel::Environment environment_;
 };
 
 // PostingRun inside a Google Benchmark: Run() is the benchmark's loop, and the figures per
