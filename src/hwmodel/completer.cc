@@ -251,7 +251,7 @@ void Completer::Retire(QpContext& qp) {
       // The failed WQE's turn: everything before it has completed. Now the QP fails, and the
       // requests after it are flushed (the peer is told: the error was found here).
       c.deferred_error = false;
-      nic_.EnterQpError(qp, QpErrorCause::kLocal);
+      nic_.QpStates().EnterError(qp, QpErrorCause::kLocal);
       return;
     }
   }
@@ -276,7 +276,7 @@ void Completer::CompleteWithError(QpContext& qp, std::uint32_t counter, Completi
   const bool peer_knows = syndrome == CompletionSyndrome::kRemoteAccessError ||
                           syndrome == CompletionSyndrome::kRemoteInvalidRequest ||
                           syndrome == CompletionSyndrome::kRemoteOperationError;
-  nic_.EnterQpError(qp, peer_knows ? QpErrorCause::kRemote : QpErrorCause::kLocal);
+  nic_.QpStates().EnterError(qp, peer_knows ? QpErrorCause::kRemote : QpErrorCause::kLocal);
 }
 
 void Completer::FailInOrder(QpContext& qp, std::uint32_t counter, CompletionSyndrome syndrome) {

@@ -67,7 +67,7 @@ void CompletionEngine::Land(CqNumber number, const CompletionRecord& record) {
     Kill(*cq, cq_error::kOverrun);
     // Every QP attached to the CQ becomes unusable (ref §3.13).
     nic_.ForEachQp([&](QpContext& qp) {
-      if (qp.send_cq == number || qp.receive_cq == number) nic_.EnterQpError(qp, QpErrorCause::kLocal);
+      if (qp.send_cq == number || qp.receive_cq == number) nic_.QpStates().EnterError(qp, QpErrorCause::kLocal);
     });
     return;
   }

@@ -15,6 +15,7 @@
 #include "pcie_link.h"
 #include "processing_units.h"
 #include "port.h"
+#include "qp_state.h"
 #include "requester.h"
 #include "responder.h"
 #include "translation.h"
@@ -59,7 +60,8 @@ Nic::Nic(NodeId id, const HardwareProfile& profile, EventQueue& events, Host& ho
       completer_(std::make_unique<Completer>(*this, events)),
       completion_engine_(std::make_unique<CompletionEngine>(*this, events)),
       port_(std::make_unique<Port>(*this, events, network)),
-      units_(std::make_unique<ProcessingUnits>(profile_)) {}
+      units_(std::make_unique<ProcessingUnits>(profile_)),
+      qp_states_(std::make_unique<QpStateMachine>(*this, *requester_, *responder_, *completer_, *wqe_fetch_, *port_)) {}
 
 Nic::~Nic() = default;
 
@@ -218,35 +220,13 @@ CommandStatus Nic::CreateQp(const QpCreate& create, Qpn* out) {
 CommandStatus Nic::ConnectQp(Qpn qpn, const QpConnect& connect) {
   QpContext* qp = FindQp(qpn);
   if (qp == nullptr) return CommandStatus::kNotFound;
-  if (qp->state != QpState::kReset) return CommandStatus::kInvalidState;
-  qp->remote_node = connect.remote_node;
-  qp->remote_qpn = connect.remote_qpn;
-  qp->inbound_read_limit = connect.inbound_read_limit;
-  qp->outbound_read_limit = connect.outbound_read_limit;
-  const Psn send_psn{connect.send_psn & Psn::kMask};
-  requester_->OnConnect(*qp, send_psn);
-  completer_->OnConnect(*qp, send_psn);
-  responder_->OnConnect(*qp, Psn{connect.receive_psn & Psn::kMask});
-  qp->state = QpState::kReadyToSend;
-  NDKSIM_TRACE(tracer_, events_.Now(), id_, Requester, "qp {} connected to n{} qp {}", qpn.value,
-               connect.remote_node, connect.remote_qpn.value);
-  // WQEs may have been rung before the connection was made.
-  wqe_fetch_->Kick(*qp);
-  return CommandStatus::kOk;
+  return qp_states_->Connect(*qp, connect);
 }
 
 CommandStatus Nic::ModifyQpToError(Qpn qpn) {
   QpContext* qp = FindQp(qpn);
   if (qp == nullptr) return CommandStatus::kNotFound;
-  if (qp->state != QpState::kError) {
-    EnterQpError(*qp, QpErrorCause::kConsumer);
-    return CommandStatus::kOk;
-  }
-  // Already in error: the error state completes everything posted, whenever posted. WQEs the
-  // host published since (deferred, or rung by a doorbell that was lost) are read from the
-  // doorbell record and flushed now, and so are receives posted since.
-  wqe_fetch_->Kick(*qp);
-  responder_->FlushReceives(*qp);
+  qp_states_->ConsumerError(*qp);
   return CommandStatus::kOk;
 }
 
@@ -354,37 +334,6 @@ CommandStatus Nic::AllocatePrivilegedKey(PdNumber pd, MemoryKey* out) {
 
 CommandStatus Nic::FreeMemoryKey(MemoryKey key) { return translation_->Free(key); }
 
-void Nic::EnterQpError(QpContext& qp, QpErrorCause cause) {
-  if (qp.state == QpState::kError) return;
-  const bool was_connected = qp.state == QpState::kReadyToSend;
-  qp.state = QpState::kError;
-  NDKSIM_TRACE(tracer_, events_.Now(), id_, Completer, "qp {} enters error (cause {})", qp.qpn.value,
-               Name(cause));
-  requester_->Abort(qp);
-  completer_->StopTimer(qp);
-  if (cause == QpErrorCause::kLocal && was_connected) {
-    // Tell the peer so its QP flushes too (the iWARP TERMINATE / IB disconnect of real stacks).
-    std::uint32_t id;
-    Packet& p = port_->Pool().Acquire(&id);
-    p.source_node = id_;
-    p.destination_node = qp.remote_node;
-    p.source_qpn = qp.qpn;
-    p.destination_qpn = qp.remote_qpn;
-    p.opcode = PacketOpcode::kTerminate;
-    p.psn = qp.requester.next_psn;
-    port_->Transmit(id);
-  }
-  if (cause != QpErrorCause::kConsumer && was_connected) {
-    EventEntry e{};
-    e.type = EventType::kConnectionAbort;
-    e.object = qp.qpn.value;
-    PostEvent(e);
-  }
-  completer_->FlushFetched(qp);
-  wqe_fetch_->Kick(qp);
-  responder_->FlushReceives(qp);
-}
-
 void Nic::EnterFatal() {
   if (fatal_) return;
   fatal_ = true;
@@ -397,7 +346,7 @@ void Nic::EnterFatal() {
     PostEvent(e);
   });
   ForEachQp([this](QpContext& qp) {
-    if (qp.state != QpState::kError) EnterQpError(qp, QpErrorCause::kLocal);
+    if (qp.state != QpState::kError) qp_states_->EnterError(qp, QpErrorCause::kLocal);
   });
 }
 

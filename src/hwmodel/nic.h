@@ -16,6 +16,7 @@
 
 #include "context_table.h"
 #include "fault_injector.h"
+#include "qp_state.h"
 #include "hwmodel/device.h"
 #include "hwmodel/host_interface.h"
 #include "ndksim/counters.h"
@@ -46,24 +47,6 @@ struct QpContext;
 struct CqContext;
 struct SrqContext;
 
-// Why a QP enters the error state: decides who else must hear of it.
-//   kConsumer: the driver asked (flush, disconnect): nobody else is told.
-//   kLocal: this NIC found the error: the peer gets a Terminate, the host an abort event.
-//   kRemote: the peer reported or caused it: the host gets an abort event.
-#define NDKSIM_QP_ERROR_CAUSES(X) X(kConsumer, "consumer") X(kLocal, "local") X(kRemote, "remote")
-enum class QpErrorCause : std::uint8_t {
-#define NDKSIM_X(cause, name) cause,
-  NDKSIM_QP_ERROR_CAUSES(NDKSIM_X)
-#undef NDKSIM_X
-};
-constexpr std::string_view Name(QpErrorCause c) {
-  constexpr std::string_view kNames[] = {
-#define NDKSIM_X(cause, name) name,
-      NDKSIM_QP_ERROR_CAUSES(NDKSIM_X)
-#undef NDKSIM_X
-  };
-  return kNames[static_cast<std::size_t>(c)];
-}
 
 // Counters of one NIC (include/ndksim/counters.h), updated by the block that owns each.
 using NicCounters = ::ndksim::NicCounters;
@@ -162,8 +145,8 @@ class Nic {  // NOLINT(clang-analyzer-optin.performance.Padding)
   const QpCounters* FindQpCounters(Qpn qpn) const;
   // Writes an event-queue entry to host memory and raises the interrupt.
   void PostEvent(const EventEntry& entry);
-  // Moves a QP to the error state (once) and flushes it; who is told depends on the cause.
-  void EnterQpError(QpContext& qp, QpErrorCause cause);
+  // The QP state machine (qp_state.h): connection, and the error state whoever causes it.
+  QpStateMachine& QpStates() { return *qp_states_; }
   // A catastrophic error (fault injection): every CQ dies with a fatal error, every SRQ reports
   // one, every QP enters the error state, and from then on the NIC sends, receives and takes
   // work no more (CQ arms still report the error). The command interface still works, so the
@@ -229,6 +212,7 @@ class Nic {  // NOLINT(clang-analyzer-optin.performance.Padding)
   std::unique_ptr<CompletionEngine> completion_engine_;
   std::unique_ptr<Port> port_;
   std::unique_ptr<ProcessingUnits> units_;
+  std::unique_ptr<QpStateMachine> qp_states_;  // last: it drives the blocks above
 };
 
 }  // namespace ndksim::hw

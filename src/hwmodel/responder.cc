@@ -234,7 +234,7 @@ void Responder::OnPacket(std::uint32_t packet_id) {
   if (p.opcode == PacketOpcode::kTerminate) {
     NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Responder, "qp {} terminated by peer", qp->qpn.value);
     pool.Release(packet_id);
-    nic_.EnterQpError(*qp, QpErrorCause::kRemote);
+    nic_.QpStates().EnterError(*qp, QpErrorCause::kRemote);
     return;
   }
   const ResponderCheck check = CheckSequence(*qp, p);
@@ -781,7 +781,7 @@ void Responder::FailNow(QpContext& qp, Psn psn, AckSyndrome syndrome) {
                psn.value, Name(syndrome));
   SendAck(qp, psn, syndrome);
   // The peer learns of the error from the NAK; this side flushes its own queues.
-  nic_.EnterQpError(qp, QpErrorCause::kRemote);
+  nic_.QpStates().EnterError(qp, QpErrorCause::kRemote);
 }
 
 void Responder::OnConnect(QpContext& qp, Psn receive_psn) { qp.responder.expected_psn = receive_psn; }
