@@ -13,6 +13,7 @@
 #include "port.h"
 #include "processing_units.h"
 #include "translation.h"
+#include "transmit_loop.h"
 #include "ndksim/trace.h"
 
 namespace ndksim::hw {
@@ -364,36 +365,33 @@ void Requester::OnPayloadRead(Qpn qpn, std::uint64_t generation, std::uint32_t s
 bool Requester::Drain(QpContext& qp) {
   RequesterState& r = qp.requester;
   Port& port = nic_.GetPort();
-  bool progress = false;
-  while (r.staged_head != r.staged_tail) {
-    StagedPacket& s = r.staged[r.staged_head % kStagedPackets];
-    if (!s.ready) {
-      NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Requester, "qp {} wqe {} payload not in yet, {} staged",
-                   qp.qpn.value, s.counter, r.staged_tail - r.staged_head);
-      break;
-    }
-    // The port takes the next packet when it has finished the current one.
-    if (port.TransmitFreeAt() > events_.Now()) {
-      if (!r.drain_scheduled) {
-        r.drain_scheduled = true;
-        const Qpn qpn = qp.qpn;
-        port.AwaitTransmitter([this, qpn] { OnTransmitterFree(qpn); });
-      }
-      break;
-    }
-    const std::uint32_t counter = s.counter;
-    const bool first = s.index == 0;
-    r.staged_bytes -= s.bytes;
-    ++r.staged_head;
-    const TimePoint on_wire = port.Transmit(s.packet_id);
-    RequestLog& log = nic_.Trace().Requests();
-    if (first && log.Enabled()) {
-      log.Mark(nic_.Id(), qp.qpn.value, qp.Descriptor(counter).control.wqe_counter, RequestStage::kFirstByteOnWire,
-               on_wire);
-    }
-    progress = true;
-  }
-  return progress;
+  const Qpn qpn = qp.qpn;
+  return TransmitInOrder(
+      port, events_.Now(), r.drain_scheduled,
+      [&]() -> std::optional<StagedHead> {
+        if (r.staged_head == r.staged_tail) return std::nullopt;
+        const StagedPacket& s = r.staged[r.staged_head % kStagedPackets];
+        if (s.ready) return StagedHead::kReady;
+        NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), Requester, "qp {} wqe {} payload not in yet, {} staged",
+                     qp.qpn.value, s.counter, r.staged_tail - r.staged_head);
+        return StagedHead::kNotReady;
+      },
+      [] {},  // the requester discards nothing it staged: a rewind empties the ring instead
+      [&] {
+        const StagedPacket& s = r.staged[r.staged_head % kStagedPackets];
+        const std::uint32_t counter = s.counter;
+        const bool first = s.index == 0;
+        r.staged_bytes -= s.bytes;
+        ++r.staged_head;
+        const TimePoint on_wire = port.Transmit(s.packet_id);
+        RequestLog& log = nic_.Trace().Requests();
+        if (first && log.Enabled()) {
+          log.Mark(nic_.Id(), qp.qpn.value, qp.Descriptor(counter).control.wqe_counter, RequestStage::kFirstByteOnWire,
+                   on_wire);
+        }
+        return true;
+      },
+      [this, qpn] { return Resume([this, qpn] { OnTransmitterFree(qpn); }); });
 }
 
 void Requester::OnTransmitterFree(Qpn qpn) {

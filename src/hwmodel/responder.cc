@@ -12,6 +12,7 @@
 #include "port.h"
 #include "processing_units.h"
 #include "translation.h"
+#include "transmit_loop.h"
 #include "common/prefetch.h"
 #include "ndksim/trace.h"
 
@@ -634,41 +635,38 @@ void Responder::OnResponseData(Qpn qpn, std::uint32_t slot) {
 
 bool Responder::SendResponses(QpContext& qp) {
   ResponderState& r = qp.responder;
-  Port& port = nic_.GetPort();
-  bool progress = false;
-  while (r.responses_head != r.responses_tail) {
-    const StagedResponse s = r.responses[r.responses_head % kStagedPackets];
-    if (!s.ready) break;
-    if (s.discarded) {  // asked again by a duplicate: its read is gone from the ring
-      ++r.responses_head;
-      r.responses_bytes -= s.bytes;
-      progress = true;
-      continue;
-    }
-    // Responses share the port with the requester's packets: the next waits for the current one.
-    if (port.TransmitFreeAt() > events_.Now()) {
-      if (!r.response_drain_scheduled) {
-        r.response_drain_scheduled = true;
-        const Qpn qpn = qp.qpn;
-        port.AwaitTransmitter([this, qpn] { OnTransmitterFree(qpn); });
-      }
-      break;
-    }
-    ++r.responses_head;
-    r.responses_bytes -= s.bytes;
-    const InboundRead& read = r.reads[s.read % kInboundReadSlots];
-    if (s.index + 1 == read.count) {
-      ++r.reads_head;  // the slot is reused only by a later read, after this call
-      if (read.replay) --r.replays;
-    }
-    if (!SendReadResponse(qp, read, s.index, s.bytes)) return true;
-    progress = true;
-    if (r.nak_pending && r.ReadsInProgress() == 0) {
-      FailNow(qp, r.nak_psn, r.nak_syndrome);  // every earlier read is answered: the NAK's turn
-      return true;
-    }
-  }
-  return progress;
+  const Qpn qpn = qp.qpn;
+  // Responses share the port with the requester's packets: the next waits for the current one.
+  return TransmitInOrder(
+      nic_.GetPort(), events_.Now(), r.response_drain_scheduled,
+      [&]() -> std::optional<StagedHead> {
+        if (r.responses_head == r.responses_tail) return std::nullopt;
+        const StagedResponse& s = r.responses[r.responses_head % kStagedPackets];
+        if (!s.ready) return StagedHead::kNotReady;
+        // Asked again by a duplicate: its read is gone from the ring.
+        return s.discarded ? StagedHead::kDiscard : StagedHead::kReady;
+      },
+      [&] {
+        r.responses_bytes -= r.responses[r.responses_head % kStagedPackets].bytes;
+        ++r.responses_head;
+      },
+      [&] {
+        const StagedResponse s = r.responses[r.responses_head % kStagedPackets];
+        ++r.responses_head;
+        r.responses_bytes -= s.bytes;
+        const InboundRead& read = r.reads[s.read % kInboundReadSlots];
+        if (s.index + 1 == read.count) {
+          ++r.reads_head;  // the slot is reused only by a later read, after this call
+          if (read.replay) --r.replays;
+        }
+        if (!SendReadResponse(qp, read, s.index, s.bytes)) return false;
+        if (r.nak_pending && r.ReadsInProgress() == 0) {
+          FailNow(qp, r.nak_psn, r.nak_syndrome);  // every earlier read is answered: the NAK's turn
+          return false;
+        }
+        return true;
+      },
+      [this, qpn] { return Resume([this, qpn] { OnTransmitterFree(qpn); }); });
 }
 
 void Responder::OnTransmitterFree(Qpn qpn) {
