@@ -7,6 +7,8 @@
 #include <arpa/inet.h>
 
 #include <memory>
+#include <stdexcept>
+#include <string>
 
 #include "ndksim/harness.h"
 #include "ndksim/testing.h"
@@ -31,6 +33,70 @@ TEST_F(BufferMemberTest, OutlivesThePairThatRegisteredIt) {
   ASSERT_EQ(a().Write(nullptr, {&sge, 1}, buffer_->Address(), buffer_->RemoteToken()), STATUS_SUCCESS);
   EXPECT_EQ(pair().Collect(a().initiator_cq, 1).size(), 1u);
   // TearDown closes the pair, then the member goes: nothing is touched after it is freed.
+}
+
+// Regression: a SetUp() override that forgot the base left the pair null, and the first a() in the
+// test body died with SIGSEGV and no message. Now it fails the test saying what to do.
+class ForgetsTheBaseSetUpTest : public testing::ConnectedQpPairTest {
+ protected:
+  void SetUp() override {}
+};
+
+TEST_F(ForgetsTheBaseSetUpTest, UsingTheEndsSaysToCallTheBaseSetUp) {
+  EXPECT_THAT([&] { a(); }, ::testing::ThrowsMessage<std::logic_error>(
+                                ::testing::HasSubstr("must call ConnectedQpPairTest::SetUp() first")));
+}
+
+// Regression: a() in the fixture's constructor, before SetUp, was a SIGSEGV too.
+class UsesTheEndsInItsConstructorTest : public testing::ConnectedQpPairTest {
+ protected:
+  UsesTheEndsInItsConstructorTest() {
+    try {
+      fabric();
+    } catch (const std::logic_error& e) {
+      message_ = e.what();
+    }
+  }
+  std::string message_;
+};
+
+TEST_F(UsesTheEndsInItsConstructorTest, IsToldTheConstructorCannotUseThem) {
+  EXPECT_THAT(message_, ::testing::HasSubstr("the test's constructor cannot use pair(), a(), b() or fabric()"));
+}
+
+// The fault rules a test added are in its XML report (property ndksim_fault_rules), failed or not.
+class RecordsItsFaultRulesTest : public testing::ConnectedQpPairTest {
+ protected:
+  void TearDown() override {
+    ConnectedQpPairTest::TearDown();
+    const ::testing::TestResult* result = ::testing::UnitTest::GetInstance()->current_test_info()->result();
+    std::string rules;
+    for (int i = 0; i < result->test_property_count(); ++i) {
+      if (std::string(result->GetTestProperty(i).key()) == "ndksim_fault_rules") rules = result->GetTestProperty(i).value();
+    }
+    EXPECT_THAT(rules, ::testing::HasSubstr("drop"));
+  }
+};
+
+TEST_F(RecordsItsFaultRulesTest, ARuleItAddedIsInTheReport) { fabric().AddFault(DropPackets().Times(1)); }
+
+// Regression: a QpPairConfig field the adapter refuses gave "NdkCreateCq failed:
+// STATUS_INVALID_PARAMETER" without saying which field.
+TEST(QpPairConfigErrors, AZeroCqDepthIsNamedWithTheAdaptersRange) {
+  QpPairConfig c;
+  c.cq_depth = 0;
+  EXPECT_THAT([&] { QpPair pair(c); },
+              ::testing::ThrowsMessage<HarnessError>(::testing::AllOf(
+                  ::testing::HasSubstr("NdkCreateCq (QpPairConfig::cq_depth is 0; the adapter takes 1 to "),
+                  ::testing::HasSubstr("NDK_ADAPTER_INFO::MaxCqDepth"))));
+}
+
+TEST(QpPairConfigErrors, AnInlineSizeAboveTheAdaptersIsNamed) {
+  QpPairConfig c;
+  c.inline_data_size = 1u << 20;
+  EXPECT_THAT([&] { QpPair pair(c); },
+              ::testing::ThrowsMessage<HarnessError>(::testing::HasSubstr(
+                  "NdkCreateQp (QpPairConfig::inline_data_size is 1048576; the adapter takes 0 to ")));
 }
 
 TEST(RegisteredBufferLifetime, KeepsItsMemoryAfterThePairCloses) {

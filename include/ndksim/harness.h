@@ -423,8 +423,39 @@ class QpPair {
     fabric_.RunUntilIdle();
   }
 
-  static void Check(const char* step, NTSTATUS s) {
-    if (s != STATUS_SUCCESS) throw HarnessError(step, s);
+  // Throws HarnessError if `s` is not STATUS_SUCCESS, naming the QpPairConfig fields that are
+  // outside what the adapter takes (a zero depth, a depth or limit above the adapter's), if any.
+  void Check(const char* step, NTSTATUS s) const {
+    if (s == STATUS_SUCCESS) return;
+    const std::string why = OutOfRange();
+    throw HarnessError(why.empty() ? std::string(step) : fmt::format("{} ({})", step, why), s);
+  }
+
+  std::string OutOfRange() const {
+    NDK_ADAPTER* adapter = a_.adapter != nullptr ? a_.adapter : b_.adapter;
+    if (adapter == nullptr) return {};
+    NDK_ADAPTER_INFO info{};
+    info.Version = NDK_VERSION{2, 1};
+    ULONG size = sizeof info;
+    if (adapter->Dispatch->NdkQueryAdapterInfo(adapter, &info, &size) != STATUS_SUCCESS) return {};
+    std::string why;
+    const auto within = [&](const char* field, ULONG value, ULONG low, ULONG high, const char* limit) {
+      if (value >= low && value <= high) return;
+      why += fmt::format("{}QpPairConfig::{} is {}; the adapter takes {} to {} (NDK_ADAPTER_INFO::{})",
+                         why.empty() ? "" : "; ", field, value, low, high, limit);
+    };
+    within("cq_depth", config_.cq_depth, 1, info.MaxCqDepth, "MaxCqDepth");
+    if (config_.srq_depth == 0) {
+      within("receive_queue_depth", config_.receive_queue_depth, 1, info.MaxReceiveQueueDepth, "MaxReceiveQueueDepth");
+    } else {
+      within("srq_depth", config_.srq_depth, 1, info.MaxSrqDepth, "MaxSrqDepth");
+    }
+    within("initiator_queue_depth", config_.initiator_queue_depth, 1, info.MaxInitiatorQueueDepth,
+           "MaxInitiatorQueueDepth");
+    within("max_receive_sge", config_.max_receive_sge, 0, info.MaxReceiveRequestSge, "MaxReceiveRequestSge");
+    within("max_initiator_sge", config_.max_initiator_sge, 0, info.MaxInitiatorRequestSge, "MaxInitiatorRequestSge");
+    within("inline_data_size", config_.inline_data_size, 0, info.MaxInlineDataSize, "MaxInlineDataSize");
+    return why;
   }
 
   QpPairConfig config_;

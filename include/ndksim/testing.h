@@ -11,6 +11,7 @@
 #include <iostream>
 #include <memory>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 
 #include "ndksim/harness.h"
@@ -151,23 +152,39 @@ class ConnectedQpPairTest : public ::testing::Test {
     c.fabric.profile = profiles::kFunctional;
     return c;
   }
+  // An override of SetUp must call this one (ConnectedQpPairTest::SetUp()) first.
   void SetUp() override { pair_ = std::make_unique<QpPair>(Config()); }
-  // When the test failed, the fault rules it added are printed with what each did.
+  // The fault rules the test added, with what each did, go into the test's XML report
+  // (--gtest_output=xml, property "ndksim_fault_rules"), and are printed when the test failed.
   void TearDown() override {
-    if (HasFailure() && pair_ != nullptr) {
+    if (pair_ != nullptr) {
       const std::string faults = pair_->fabric().DescribeFaults();
-      if (!faults.empty()) std::cout << "Fault rules of this test:\n" << faults;
+      if (!faults.empty()) {
+        RecordProperty("ndksim_fault_rules", faults);
+        if (HasFailure()) std::cout << "Fault rules of this test:\n" << faults;
+      }
     }
     pair_.reset();
   }
 
-  QpPair& pair() { return *pair_; }
-  QpEnd& a() { return pair_->a(); }
-  QpEnd& b() { return pair_->b(); }
-  Fabric& fabric() { return pair_->fabric(); }
+  // The pair, its two ends and its fabric: there from SetUp to TearDown.
+  QpPair& pair() { return Pair(); }
+  QpEnd& a() { return Pair().a(); }
+  QpEnd& b() { return Pair().b(); }
+  Fabric& fabric() { return Pair().fabric(); }
 
  private:
   std::unique_ptr<QpPair> pair_;
+
+  QpPair& Pair() {
+    if (pair_ == nullptr) {
+      throw std::logic_error(
+          "ConnectedQpPairTest: the pair is made in SetUp() and gone after TearDown(); a SetUp() override must "
+          "call ConnectedQpPairTest::SetUp() first, and the test's constructor cannot use pair(), a(), b() or "
+          "fabric() (do that in SetUp() after the base's, or in the test body)");
+    }
+    return *pair_;
+  }
 };
 
 }  // namespace ndksim::testing
