@@ -723,10 +723,13 @@ class HostileNode {
     const std::span<const std::byte> bytes(wire.data(), size);
     const bool routed = ndksim::sim::NicOf(net_.Rogue()).SendManagementDatagram(target.address, bytes);
     NDKSIM_FUZZ_CHECK(routed == (target.owner != Owner::kNobody));
-    // A REQ reaches the listener when it lands on b and names exactly the listener's address:port.
+    // A REQ reaches the listener when it lands on b, names exactly the listener's address:port,
+    // says it comes from the node that sent it (b's connection manager drops one that claims another
+    // node) and carries no more private data than a connect may (it is rejected otherwise).
     CmMessage request;
     if (target.owner == Owner::kB && provider::DecodeCm(bytes, &request) && request.type == CmType::kReq &&
-        request.destination == listen_) {
+        request.destination == listen_ && request.source_node == ndksim::sim::NicOf(net_.Rogue()).Id() &&
+        request.private_data_length <= net_.B().info.MaxCallerData) {
       sent_requests_.push_back(request);
     }
   }
