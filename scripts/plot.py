@@ -11,11 +11,14 @@ import os
 import sys
 import tempfile
 
-import matplotlib
+try:
+    import matplotlib
 
-matplotlib.use("Agg")
-from matplotlib.figure import Figure  # noqa: E402  (the backend must be chosen first)
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure  # noqa: E402  (the backend must be chosen first)
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
+except ImportError:  # reported by main() after the arguments, so that --help works without it
+    matplotlib = None
 
 FORMATS = ("png", "svg")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -35,7 +38,7 @@ CHARTS = {
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(
-        prog="plot.py",
+        prog=os.path.basename(sys.argv[0]) or "plot.py",
         description="Plot ndksim-perf --out_json results versus message size. Writes "
         "PREFIX-latency and PREFIX-bandwidth (and PREFIX-rate with --rate) in each format.",
     )
@@ -255,6 +258,9 @@ def check_rejects_empty(tmp):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if matplotlib is None:
+        print("ndksim-plot: needs matplotlib (Debian: sudo apt-get install python3-matplotlib)", file=sys.stderr)
+        return 2
     try:
         if args.self_test:
             self_test()
@@ -262,7 +268,7 @@ def main(argv=None):
         for path in plot(args.files, args.out, args.title, args.label, args.formats, args.rate):
             print(path)
     except PlotError as e:
-        print(f"plot.py: error: {e}", file=sys.stderr)
+        print(f"{os.path.basename(sys.argv[0]) or 'plot.py'}: error: {e}", file=sys.stderr)
         return 1
     return 0
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Plots ndksim-perf --out_json results versus message size (see scripts/plot.py --help), installing
-# Debian's python3-matplotlib first if the system Python lacks it. Paths are relative to the repository root.
+# Debian's python3-matplotlib first if the system Python lacks it. Paths are relative to the directory
+# it is called from; installed with ndksim-perf, the same plotter is `ndksim-plot`.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+root=$(cd "$(dirname "$0")/.." && pwd)
 
 # Always the system interpreter: a pyenv python3 on PATH would not see the Debian package.
 if ! /usr/bin/python3 -c "import matplotlib" 2>/dev/null; then
@@ -14,4 +15,4 @@ if ! /usr/bin/python3 -c "import matplotlib" 2>/dev/null; then
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq --no-install-recommends python3-matplotlib
 fi
-exec /usr/bin/python3 scripts/plot.py "$@"
+exec /usr/bin/python3 "$root/scripts/plot.py" "$@"

@@ -2,7 +2,13 @@
 # SPDX-License-Identifier: MIT
 # The main job: builds ndksim and runs ndksim-perf, the perftest-like tool, on the default hardware
 # profile. Extra arguments go to ndksim-perf (see `--help`); the examples are in build/examples/.
+# ndksim-perf runs in the directory this is called from, so relative paths (--out_json results.json)
+# are the caller's.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-dir=$(scripts/build.sh | tail -n 1)
+root=$(cd "$(dirname "$0")/.." && pwd)
+dir=$(cd "$root" && scripts/build.sh | tail -n 1)
+case "$dir" in
+  /*) ;;
+  *) dir="$root/$dir" ;;
+esac
 "$dir/bench/ndksim-perf" "$@"
