@@ -84,10 +84,24 @@ TEST(PerfCli, PrintsPerftestsLatencyColumns) {
   EXPECT_THAT(o.out, ::testing::Not(HasSubstr("BW average")));
 }
 
-TEST(PerfCli, ReportsMegabytesPerSecondByDefault) {
+TEST(PerfCli, ReportsMebibytesPerSecondByDefaultAsCurrentPerftest) {
   const Outcome o = Perf("-s 4096 -n 100 --phases bw");
   ASSERT_EQ(o.exit_code, 0) << o.err;
-  EXPECT_THAT(o.out, HasSubstr("BW average[MB/sec]"));
+  EXPECT_THAT(o.out, HasSubstr("BW peak[MiB/sec]    BW average[MiB/sec]"));
+}
+
+TEST(PerfCli, SignalsOneRequestInAHundredByDefaultAsPerftest) {
+  const Outcome o = Perf("-s 64 -n 200 --phases bw");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("CQ Moderation   : 100"));
+}
+
+TEST(PerfCli, PerftestOptionsThatMeanNothingHereAreTakenAndReportedAsIgnored) {
+  const Outcome o = Perf("-s 64 -n 50 --phases lat -F -R -x 3");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_THAT(o.err, HasSubstr("ndksim-perf: -F ignored: no CPU frequency to check here\n"));
+  EXPECT_THAT(o.err, HasSubstr("ndksim-perf: -R ignored: NDK connects through its own interface\n"));
+  EXPECT_THAT(o.err, HasSubstr("ndksim-perf: -x ignored: the simulated port has one address\n"));
 }
 
 TEST(PerfCli, AllSizesRunFromTwoBytes) {

@@ -55,7 +55,7 @@ struct Options {
   int qps = 1;
   int cores = 1;
   int post_list = 1;
-  int cq_mod = 16;
+  int cq_mod = 100;  // perftest's default
   int tx_depth = 128;
   std::optional<long long> inline_size;
   bool inline_all = false;
@@ -371,7 +371,7 @@ double PeakBytesPerSecond(const std::vector<StreamPoint>& points, std::size_t st
   return best;
 }
 
-// perftest's units: MB/sec is 2^20 bytes per second, Gb/sec 10^9 bits per second.
+// perftest's units: MiB/sec is 2^20 bytes per second, Gb/sec 10^9 bits per second.
 double Mbytes(double bytes_per_s) { return bytes_per_s / (1 << 20); }
 double Gbits(double bytes_per_s) { return bytes_per_s * 8 / 1e9; }
 
@@ -455,7 +455,7 @@ class Run {
     }
     if (plan_.bandwidth) {
       PrintHeader(o_, plan_, "BW");
-      const char* unit = o_.report_gbits ? "Gb/sec" : "MB/sec";
+      const char* unit = o_.report_gbits ? "Gb/sec" : "MiB/sec";
       std::printf(" #bytes     #iterations    BW peak[%s]    BW average[%s]   MsgRate[Mpps]\n", unit, unit);
       for (std::size_t i = 0; i < plan_.sizes.size(); ++i) {
         const bool traced = trace != nullptr && i + 1 == plan_.sizes.size();
@@ -682,7 +682,7 @@ int main(int argc, char** argv) {
   app.add_option("-l,--post_list,--post-list", o.post_list, "requests per doorbell (NDK_OP_FLAG_DEFER chains)")
       ->check(CLI::Range(1, 1 << 16))
       ->capture_default_str();
-  app.add_option("-Q,--cq-mod,--signal-every", o.cq_mod, "one signaled request in N (bandwidth test)")
+  app.add_option("-Q,--cq-mod,--signal-every", o.cq_mod, "one signaled request in N (bandwidth test; perftest's default)")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   app.add_option("-t,--tx-depth,--window", o.tx_depth, "requests in flight per QP (bandwidth test)")
@@ -706,7 +706,7 @@ int main(int argc, char** argv) {
   app.add_option("--phases", o.phases, "which tests run: lat, bw or both")
       ->check(CLI::IsMember({"lat", "bw", "both"}))
       ->capture_default_str();
-  app.add_flag("--report_gbits,--report-gbits", o.report_gbits, "bandwidth in Gb/sec instead of MB/sec (2^20 B/s)");
+  app.add_flag("--report_gbits,--report-gbits", o.report_gbits, "bandwidth in Gb/sec instead of MiB/sec (2^20 B/s)");
   app.add_flag("-N,--noPeak,--no-peak", o.no_peak, "do not compute the peak bandwidth");
   app.add_option("--seed", o.seed, "the fabric's seed")->capture_default_str();
   app.add_option("--loss", o.loss,
@@ -721,12 +721,33 @@ int main(int argc, char** argv) {
   app.add_flag("--log", o.log, "every block's trace lines of the last size's last test on stderr (long)");
   app.add_flag("--no-progress", o.no_progress, "no progress bar on stderr");
   app.add_flag("--dry-run", o.dry_run, "check the arguments and the configuration of every size, run nothing");
+  // perftest options that mean nothing on a simulated RNIC: taken, so that a perftest command line
+  // runs as it is, and reported as ignored.
+  bool ignored_f = false;
+  bool ignored_r = false;
+  int ignored_gid = 0;
+  struct Ignored {
+    const CLI::Option* option;
+    const char* name;
+    const char* why;
+  };
+  const Ignored ignored[] = {
+      {app.add_flag("-F,--CPU-freq", ignored_f, "perftest's; ignored: no CPU frequency to check here"), "-F",
+       "no CPU frequency to check here"},
+      {app.add_flag("-R,--rdma_cm", ignored_r, "perftest's; ignored: NDK connects through its own interface"), "-R",
+       "NDK connects through its own interface"},
+      {app.add_option("-x,--gid-index", ignored_gid, "perftest's; ignored: the simulated port has one address"), "-x",
+       "the simulated port has one address"},
+  };
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version end here too (exit 0); every usage error exits 2, as the refused
     // configurations below do, with CLI11's message naming the option.
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  for (const Ignored& i : ignored) {
+    if (i.option->count() > 0) std::fprintf(stderr, "ndksim-perf: %s ignored: %s\n", i.name, i.why);
   }
 
   try {
