@@ -11,6 +11,10 @@ cmake --install "$dir" --prefix "$work/prefix" >/dev/null
 out=$("$work/prefix/bin/ndksim-perf" --op send --size 32 --iters 10 --no-progress)
 grep -q "^ *32 " <<<"$out" || { echo "installed ndksim-perf did not print a row for 32 B" >&2; exit 1; }
 echo "installed ndksim-perf: ok"
+# perftest's program names are installed as links that run one test each.
+out=$("$work/prefix/bin/ndksim_send_lat" -n 10 --no-progress)
+grep -q "^ 2 " <<<"$out" || { echo "installed ndksim_send_lat did not print a row for 2 B" >&2; exit 1; }
+echo "installed ndksim_send_lat: ok"
 # The plotter is installed beside it (its --help needs no matplotlib).
 "$work/prefix/bin/ndksim-plot" --help | grep -q "ndksim-perf" || { echo "installed ndksim-plot --help failed" >&2; exit 1; }
 echo "installed ndksim-plot: ok"

@@ -28,11 +28,12 @@ struct Outcome {
   std::string err;  // stderr
 };
 
-// Runs ndksim-perf with `args` (shell words), capturing stdout and stderr.
+// Runs ndksim-perf with `args` (shell words; first, so that a perftest program name leads), capturing
+// stdout and stderr.
 Outcome Perf(const std::string& args) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path();
   const std::string err_path = (dir / ("ndksim_perf_err_" + std::to_string(::getpid()))).string();
-  const std::string command = std::string(NDKSIM_PERF_PATH) + " --no-progress " + args + " 2>" + err_path;
+  const std::string command = std::string(NDKSIM_PERF_PATH) + " " + args + " --no-progress 2>" + err_path;
   Outcome o;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return o;
@@ -94,6 +95,28 @@ TEST(PerfCli, SignalsOneRequestInAHundredByDefaultAsPerftest) {
   const Outcome o = Perf("-s 64 -n 200 --phases bw");
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_THAT(o.out, HasSubstr("CQ Moderation   : 100"));
+}
+
+TEST(PerfCli, PerftestsWriteBwRunsTheBandwidthTestAloneAtItsDefaultSize) {
+  const Outcome o = Perf("write_bw -n 100");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("RDMA_Write BW Test"));
+  EXPECT_THAT(o.out, ::testing::Not(HasSubstr("t_typical")));
+  EXPECT_THAT(o.out, ::testing::ContainsRegex("\n 65536 +100 "));
+}
+
+TEST(PerfCli, PerftestsSendLatRunsTheLatencyTestAloneAtItsDefaultSize) {
+  const Outcome o = Perf("send_lat -n 50");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("Send Latency Test"));
+  EXPECT_THAT(o.out, ::testing::Not(HasSubstr("BW average")));
+  EXPECT_THAT(o.out, ::testing::ContainsRegex("\n 2 +50 "));
+}
+
+TEST(PerfCli, APerftestEntryPointRefusesAnotherOperation) {
+  const Outcome o = Perf("read_bw --op write");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_THAT(o.err, HasSubstr("read_bw runs one test"));
 }
 
 TEST(PerfCli, PerftestOptionsThatMeanNothingHereAreTakenAndReportedAsIgnored) {
@@ -336,7 +359,7 @@ std::vector<std::string> DocumentedCommands() {
 // A documented command, checked without running it. --dry-run goes first: after the command, an
 // option that wants a value would take it as its value (a quoted `--out_json` once ran for real
 // and wrote a file named "--dry-run").
-Outcome DryRun(const std::string& args) { return Perf("--dry-run " + args); }
+Outcome DryRun(const std::string& args) { return Perf(args + " --dry-run"); }
 
 TEST(PerfCli, EveryCommandTheDocsShowIsValid) {
   const std::vector<std::string> commands = DocumentedCommands();

@@ -645,11 +645,41 @@ class Run {
 
 }  // namespace
 
+// perftest's programs as entry points: `ndksim-perf write_bw ...`, or ndksim-perf installed under
+// the name ndksim_write_bw (a link). Either runs that one test with perftest's default message size
+// (65536 B for bandwidth, 2 B for latency). Returns the test's name, or empty.
+std::string_view EntryPoint(int* argc, char** argv) {
+  static constexpr std::array<std::string_view, 6> kTests = {"write_lat", "write_bw", "read_lat",
+                                                             "read_bw",   "send_lat", "send_bw"};
+  const auto known = [](std::string_view name) -> std::string_view {
+    for (const std::string_view t : kTests) {
+      if (name == t) return t;
+    }
+    return {};
+  };
+  std::string_view program = argv[0];
+  if (const std::size_t slash = program.rfind('/'); slash != std::string_view::npos) program.remove_prefix(slash + 1);
+  if (program.starts_with("ndksim_")) {
+    if (const std::string_view t = known(program.substr(7)); !t.empty()) return t;
+  }
+  if (*argc > 1) {
+    if (const std::string_view t = known(argv[1]); !t.empty()) {
+      for (int i = 1; i + 1 < *argc; ++i) argv[i] = argv[i + 1];  // the rest are its options
+      --*argc;
+      return t;
+    }
+  }
+  return {};
+}
+
 int main(int argc, char** argv) {
   Options o;
+  const std::string_view entry = EntryPoint(&argc, argv);
   CLI::App app{
       "ndksim-perf: perftest's latency and bandwidth tests (ib_write/read/send_lat/bw) on the simulated RNIC.\n"
-      "Times, bandwidths and rates are simulated; a line on stderr gives the simulator's own speed.",
+      "Times, bandwidths and rates are simulated; a line on stderr gives the simulator's own speed.\n"
+      "perftest's programs: `ndksim-perf write_bw [options]` (or write_lat, read_bw, read_lat, send_bw,\n"
+      "send_lat; installed also as ndksim_write_bw, ...) runs that one test with perftest's default size.",
       "ndksim-perf"};
   app.get_formatter()->column_width(34);
   app.set_version_flag("-V,--version", fmt::format("ndksim-perf {}", NDKSIM_VERSION_STRING));
@@ -748,6 +778,18 @@ int main(int argc, char** argv) {
   }
   for (const Ignored& i : ignored) {
     if (i.option->count() > 0) std::fprintf(stderr, "ndksim-perf: %s ignored: %s\n", i.name, i.why);
+  }
+  if (!entry.empty()) {
+    const std::size_t underscore = entry.find('_');
+    const bool bandwidth = entry.substr(underscore + 1) == "bw";
+    if (app.get_option("--op")->count() > 0 || app.get_option("--phases")->count() > 0) {
+      std::fprintf(stderr, "ndksim-perf: %s runs one test: --op and --phases are not for it\n",
+                   std::string(entry).c_str());
+      return 2;
+    }
+    o.op = std::string(entry.substr(0, underscore));
+    o.phases = bandwidth ? "bw" : "lat";
+    if (!o.size && !o.all_sizes && o.sweep.empty()) o.size = bandwidth ? 65536u : 2u;  // perftest's default
   }
 
   try {
