@@ -113,6 +113,18 @@ TEST(PerfCli, PerftestsSendLatRunsTheLatencyTestAloneAtItsDefaultSize) {
   EXPECT_THAT(o.out, ::testing::ContainsRegex("\n 2 +50 "));
 }
 
+TEST(PerfCli, EventsRunTheSendLatencyTestThroughTheInterruptPath) {
+  const Outcome o = Perf("send_lat -e -n 20");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("Completions     : events"));
+}
+
+TEST(PerfCli, EventsWithTheWriteLatencyTestAreRefused) {
+  const Outcome o = Perf("write_lat -e -n 20");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_THAT(o.err, HasSubstr("-e: the write latency test polls memory"));
+}
+
 TEST(PerfCli, APerftestEntryPointRefusesAnotherOperation) {
   const Outcome o = Perf("read_bw --op write");
   EXPECT_EQ(o.exit_code, 2);

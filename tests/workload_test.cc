@@ -48,6 +48,48 @@ TEST(WorkloadStream, SendsOverSeveralQpsFeedEachConnectionsReceiveQueue) {
   EXPECT_EQ(pair.b().node->Counters().rnr_naks_sent, 0u);
 }
 
+// perftest's -e: completions taken through the armed CQ's notification, the interrupt path.
+WorkloadConfig WithEvents(Operation op, ULONG bytes) {
+  WorkloadConfig c;
+  c.op = op;
+  c.bytes = bytes;
+  c.events = true;
+  return c;
+}
+
+TEST(WorkloadEvents, SendLatencyWaitsForTheNotificationOfEachCompletion) {
+  Workload w(WithEvents(Operation::kSend, 8));
+  const std::vector<double> samples = w.Latency(20);
+  ASSERT_EQ(samples.size(), 20u);
+  // Each message's receive completion on each side came with an interrupt.
+  EXPECT_GE(w.pair().a().node->Counters().interrupts, 20u);
+  EXPECT_GE(w.pair().b().node->Counters().interrupts, 20u);
+  EXPECT_GE(w.pair().a().cq_notifications, 20);
+}
+
+TEST(WorkloadEvents, TheEventPathIsSlowerThanPolling) {
+  WorkloadConfig c = WithEvents(Operation::kSend, 8);
+  c.fabric.profile = profiles::WithoutNoise(profiles::kConnectX100GbeRoce);
+  Workload evented(c);
+  c.events = false;
+  Workload polled(c);
+  const double p = polled.Latency(10).back();
+  const double e = evented.Latency(10).back();
+  EXPECT_GT(e, p);  // the CQ arm's doorbell and the interrupt lie on the path
+}
+
+TEST(WorkloadEvents, AStreamCompletesThroughNotifications) {
+  Workload w(WithEvents(Operation::kWrite, 64));
+  w.Stream(2000);
+  EXPECT_GT(w.pair().a().node->Counters().interrupts, 0u);
+  EXPECT_GT(w.pair().a().cq_notifications, 0);
+}
+
+TEST(WorkloadEvents, WriteLatencyPollsMemoryAndRefusesEvents) {
+  Workload w(WithEvents(Operation::kWrite, 8));
+  EXPECT_THROW(w.Latency(1), std::invalid_argument);
+}
+
 TEST(WorkloadStream, SignalsOneRequestInN) {
   WorkloadConfig c = Config(Operation::kWrite, 64);
   c.signal_every = 8;

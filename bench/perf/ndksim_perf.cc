@@ -73,6 +73,7 @@ struct Options {
   bool log = false;
   bool no_progress = false;
   bool dry_run = false;
+  bool events = false;
 };
 
 // The configuration that follows from the options, checked before anything runs.
@@ -195,6 +196,9 @@ Plan MakePlan(const Options& o) {
   if (chosen == 0) plan.sizes.assign(kDefaultSizes.begin(), kDefaultSizes.end());
   plan.latency = o.phases != "bw";
   plan.bandwidth = o.phases != "lat";
+  if (o.events && plan.op == Operation::kWrite && plan.latency) {
+    throw BadArguments("-e: the write latency test polls memory, as ib_write_lat does; use -e with --phases bw");
+  }
   if (o.iterations) plan.lat_iterations = plan.bw_iterations = *o.iterations;
   if (o.inline_all) plan.inline_size = plan.profile.max_inline_bytes;
   if (o.inline_size) {
@@ -248,6 +252,7 @@ WorkloadConfig ConfigFor(const Options& o, const Plan& plan, ULONG size) {
   c.post_list = static_cast<std::size_t>(o.post_list);
   c.signal_every = static_cast<std::size_t>(o.cq_mod);
   c.inline_size = plan.inline_size;
+  c.events = o.events;
   return c;
 }
 
@@ -417,6 +422,7 @@ void PrintHeader(const Options& o, const Plan& plan, std::string_view what) {
     std::printf(" TX depth        : %-8d Post List      : %d\n", o.tx_depth, o.post_list);
     std::printf(" CQ Moderation   : %d\n", o.cq_mod);
   }
+  if (o.events) std::printf(" Completions     : events (the CQ is armed and its notification taken)\n");
   std::printf(" Mtu             : %u[B]\n", p.mtu_bytes);
   const long long inline_max = plan.inline_size >= 0 ? plan.inline_size
                                : what == "Latency" ? std::min<long long>(Workload::LatencyInlineDefault(plan.op), p.max_inline_bytes)
@@ -592,6 +598,7 @@ class Run {
         {"cores", o_.cores},
         {"post_list", o_.post_list},
         {"cq_mod", o_.cq_mod},
+        {"events", o_.events},
         {"tx_depth", o_.tx_depth},
         {"inline_size", plan_.inline_size},
         {"mtu_bytes", plan_.profile.mtu_bytes},
@@ -751,6 +758,9 @@ int main(int argc, char** argv) {
   app.add_flag("--log", o.log, "every block's trace lines of the last size's last test on stderr (long)");
   app.add_flag("--no-progress", o.no_progress, "no progress bar on stderr");
   app.add_flag("--dry-run", o.dry_run, "check the arguments and the configuration of every size, run nothing");
+  app.add_flag("-e,--events", o.events,
+               "wait for completions by arming the CQ and taking its notification (the interrupt path), as "
+               "perftest's -e; not for the write latency test, which polls memory");
   // perftest options that mean nothing on a simulated RNIC: taken, so that a perftest command line
   // runs as it is, and reported as ignored.
   bool ignored_f = false;

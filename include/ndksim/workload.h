@@ -37,6 +37,9 @@ struct WorkloadConfig {
   // perftest's defaults: in the latency phase up to 220 B for writes and 236 B for sends, nothing
   // inline when streaming.
   long long inline_size = -1;
+  // Wait for completions as perftest's -e does: arm the CQ (NdkArmCq) and take its notification,
+  // the interrupt path, rather than polling; the latency of send and read, and streams.
+  bool events = false;
 };
 
 class Workload {
@@ -160,6 +163,9 @@ class Workload {
   std::vector<double> Latency(int iterations) {
     streaming_ = false;
     if (c_.op == Operation::kWrite && c_.bytes == 0) throw std::invalid_argument("workload: write latency needs 1 byte");
+    if (c_.op == Operation::kWrite && c_.events) {
+      throw std::invalid_argument("workload: write latency polls memory, as ib_write_lat does: no events");
+    }
     const ScopedCore on(0);
     std::vector<double> samples;
     samples.reserve(static_cast<std::size_t>(std::max(iterations, 0)));
@@ -246,14 +252,19 @@ class Workload {
         progressed = true;
       }
       if (progressed) continue;
-      // Nothing could be posted: run the simulation until some completion arrives.
+      // Nothing could be posted: run the simulation until some completion arrives (with events,
+      // until the armed CQ's notification says it has).
       ULONG got = 0;
-      fabric().RunUntil(
-          [&] {
-            got = cq->Dispatch->NdkGetCqResults(cq, results, 64);
-            return got > 0;
-          },
-          kCompletionLimit);
+      if (c_.events) {
+        got = AwaitWithEvent(pair_->a(), cq, [&] { return cq->Dispatch->NdkGetCqResults(cq, results, 64); });
+      } else {
+        fabric().RunUntil(
+            [&] {
+              got = cq->Dispatch->NdkGetCqResults(cq, results, 64);
+              return got > 0;
+            },
+            kCompletionLimit);
+      }
       if (got == 0) throw HarnessError("stream: waiting 1 s of simulated time for a completion", STATUS_IO_TIMEOUT);
       for (ULONG i = 0; i < got; ++i) {
         Check("stream request", results[i].Status);
@@ -335,7 +346,7 @@ class Workload {
     const NDK_SGE sge = a_rx_->Sge(0, c_.bytes);
     const TimePoint t0 = fabric().Now();
     Check("NdkRead", pair_->a().Read(nullptr, {&sge, c_.bytes ? 1u : 0u}, b_buf_->Address(), b_buf_->RemoteToken()));
-    Wait(pair_->a().initiator_cq);
+    Wait(pair_->a(), pair_->a().initiator_cq);
     return ToNanoseconds(fabric().Now() - t0);
   }
 
@@ -345,11 +356,11 @@ class Workload {
     const ULONG nsge = c_.bytes ? 1u : 0u;
     const NDK_SGE sa = a_buf_->Sge(0, c_.bytes);
     Check("NdkSend", pair_->a().Send(nullptr, {&sa, nsge}, InlineFlag()));
-    Wait(pair_->b().receive_cq);
+    Wait(pair_->b(), pair_->b().receive_cq);
     PostReceive(pair_->b(), *b_buf_);
     const NDK_SGE sb = b_buf_->Sge(0, c_.bytes);
     Check("NdkSend", pair_->b().Send(nullptr, {&sb, nsge}, InlineFlag()));
-    Wait(pair_->a().receive_cq);
+    Wait(pair_->a(), pair_->a().receive_cq);
     PostReceive(pair_->a(), *a_rx_);
     const double one_way = ToNanoseconds(fabric().Now() - t0) / 2;
     // Reap the send completions that have arrived, so the send queues' slots are retired.
@@ -439,10 +450,32 @@ class Workload {
     Check("NdkReceive", end.Receive(nullptr, {&sge, c_.bytes ? 1u : 0u}));
   }
 
-  void Wait(NDK_CQ* cq) {
+  void Wait(QpEnd& end, NDK_CQ* cq) {
+    if (c_.events) {
+      NDK_RESULT r[1];
+      AwaitWithEvent(end, cq, [&] { return cq->Dispatch->NdkGetCqResults(cq, r, 1); });
+      Check("workload request", r[0].Status);
+      return;
+    }
     const auto r = pair_->Collect(cq, 1, kCompletionLimit);
     if (r.empty()) throw HarnessError("workload: waiting 1 s of simulated time for a completion", STATUS_IO_TIMEOUT);
     Check("workload request", r[0].Status);
+  }
+
+  // perftest's event loop: take what is there; if nothing, arm the CQ, take what came meanwhile,
+  // and otherwise wait for the notification. `poll()` returns how many results it took; so does
+  // this, or it throws after 1 s of simulated time without any.
+  template <typename Poll>
+  ULONG AwaitWithEvent(QpEnd& end, NDK_CQ* cq, Poll poll) {
+    for (;;) {
+      if (const ULONG n = poll(); n > 0) return n;
+      const int notified = end.cq_notifications;
+      cq->Dispatch->NdkArmCq(cq, NDK_CQ_NOTIFY_ANY);
+      if (const ULONG n = poll(); n > 0) return n;
+      if (!fabric().RunUntil([&] { return end.cq_notifications != notified; }, kCompletionLimit)) {
+        throw HarnessError("workload: waiting 1 s of simulated time for a CQ notification", STATUS_IO_TIMEOUT);
+      }
+    }
   }
 
   static void Check(const char* step, NTSTATUS s) {
