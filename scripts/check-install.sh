@@ -46,6 +46,21 @@ CXX
 # shellcheck disable=SC2046  # the flags are words
 g++ "$work/pc.cc" -o "$work/pc" $(PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" pkg-config --cflags --libs ndksim)
 "$work/pc"
+# ndksim-kernel.pc: a kernel-mode consumer in C, compiled as C with the WDK headers' flags (and no
+# C++ flag), linked into a program of its own and run.
+cat > "$work/kernel_pc.c" <<'C'
+#include <wdm.h>
+#include <stdio.h>
+int main(void) {
+  UNICODE_STRING name;
+  RtlInitUnicodeString(&name, L"ndksim");
+  printf("pkg-config kernel consumer: %u bytes\n", (unsigned)name.Length);
+  return name.Length == 12 ? 0 : 1;
+}
+C
+# shellcheck disable=SC2046  # the flags are words
+gcc -std=c11 "$work/kernel_pc.c" -o "$work/kernel_pc" $(PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" pkg-config --cflags --libs ndksim-kernel)
+"$work/kernel_pc"
 # tests/consumer is a user's project: find_package(ndksim), the fixture, matchers and fault rules,
 # and no C++ standard of its own (the package carries its C++20 requirement).
 cmake -S tests/consumer -B "$work/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
