@@ -326,6 +326,21 @@ TEST(PostingBenchmark, PublishesItsFiguresPerOperationAsCounters) {
   EXPECT_THAT(run.report_label, StartsWith("bound: "));
 }
 
+TEST(PostingBenchmark, AWrongOperationCountIsTheBenchmarksErrorNotTheProgramsEnd) {
+  benchmark::ClearRegisteredBenchmarks();
+  benchmark::RegisterBenchmark("PostingBenchmarkMiscounted", [](benchmark::State& state) {
+    PostingBenchmark bench(state);
+    Buffers b(bench);
+    bench.Run(kChain, [&] { PostWrites(bench.qp(0), b, kChain - 1, NDK_OP_FLAG_INLINE, 0); });  // one short
+  })->Iterations(4)->UseManualTime();
+  KeepRuns keep;
+  benchmark::RunSpecifiedBenchmarks(&keep);
+  benchmark::ClearRegisteredBenchmarks();
+  ASSERT_EQ(keep.runs_.size(), 1u);
+  EXPECT_TRUE(keep.runs_[0].error_occurred);
+  EXPECT_THAT(keep.runs_[0].error_message, HasSubstr("the calls declared 64 requests, the NIC completed 60"));
+}
+
 TEST(PostingComparisonReporter, SaysWhatChangedPerOperationAndWhatBoundTheRate) {
   benchmark::BenchmarkReporter::Run base;
   base.run_name.function_name = "BM_Post";

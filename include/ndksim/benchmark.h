@@ -29,6 +29,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -465,20 +466,26 @@ class PostingBenchmark : public PostingRun {
   // The benchmark loop: each iteration calls `post`, which posts `operations` send-queue
   // requests. Only `post` is timed (register the benchmark with ->UseManualTime() so the Time
   // column is that time; the counter wall_ns is that time per operation either way).
+  // A failure (an error completion, a hang, operations that do not match what the NIC completed)
+  // ends the benchmark with Google Benchmark's error report (SkipWithError), not the program.
   template <typename Post>
   void Run(std::uint64_t operations, Post&& post) {
-    double wall = 0;
-    for ([[maybe_unused]] auto _ : state_) {
-      BeforeCall(operations);
-      const auto t0 = std::chrono::steady_clock::now();
-      post();
-      const auto t1 = std::chrono::steady_clock::now();
-      const double seconds = std::chrono::duration<double>(t1 - t0).count();
-      state_.SetIterationTime(seconds);
-      wall += seconds;
-      AfterCall(operations);
+    try {
+      double wall = 0;
+      for ([[maybe_unused]] auto _ : state_) {
+        BeforeCall(operations);
+        const auto t0 = std::chrono::steady_clock::now();
+        post();
+        const auto t1 = std::chrono::steady_clock::now();
+        const double seconds = std::chrono::duration<double>(t1 - t0).count();
+        state_.SetIterationTime(seconds);
+        wall += seconds;
+        AfterCall(operations);
+      }
+      Publish(Finish(wall));
+    } catch (const std::exception& e) {
+      state_.SkipWithError(e.what());
     }
-    Publish(Finish(wall));
   }
 
   // Sets the benchmark's counters and label from a report.
