@@ -292,16 +292,10 @@ class PostingRun {
       return;
     }
     Node& a = *pair_.a().node;
-    const std::uint32_t core = a.CurrentCore() % a.CoreCount();
-    if (!used_cores_[core]) {
-      used_cores_[core] = true;
-      ++cores_used_;
-    }
-    TimePoint clock = a.CoreClock(core);
-    if (cores_used_ > 1) {
-      for (std::uint32_t c = 0; c < a.CoreCount(); ++c) {
-        if (used_cores_[c]) clock = std::min(clock, a.CoreClock(c));
-      }
+    used_cores_[a.CurrentCore() % a.CoreCount()] = true;
+    TimePoint clock = TimePoint::max();
+    for (std::uint32_t c = 0; c < a.CoreCount(); ++c) {
+      if (used_cores_[c]) clock = std::min(clock, a.CoreClock(c));
     }
     if (clock > fabric().Now()) fabric().RunFor(clock - fabric().Now());
     Reap();
@@ -345,7 +339,6 @@ class PostingRun {
   std::uint64_t posted_ = 0;
   std::optional<NodeMeasurement> measurement_;
   std::vector<bool> used_cores_;  // the posting node's cores that have posted since Start
-  std::uint32_t cores_used_ = 0;
 
   // With receives kept posted at the peer, its CQs must hold every one of them: closing the pair
   // flushes those still posted, each with a completion.

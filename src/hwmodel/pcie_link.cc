@@ -34,8 +34,9 @@ TimePoint PcieLink::MmioWrite(std::uint32_t bytes, QpCounters* qp) {
   const TimePoint now = events_.Now();
   const std::uint64_t wire = WireBytes(bytes, kWriteCombiningLineBytes, kWriteTlpOverheadBytes);
   c.pcie_to_nic_bytes += wire;
-  mmio_busy_ += p.pcie_bandwidth.TimeFor(wire);
-  mmio_free_ = downstream_.Book(now, std::max(now, mmio_free_), p.pcie_bandwidth.TimeFor(wire));
+  const Duration length = p.pcie_bandwidth.TimeFor(wire);
+  mmio_busy_ += length;
+  mmio_free_ = downstream_.Book(now, std::max(now, mmio_free_), length);
   // Posted writes: in order, whatever each one's latency.
   mmio_arrives_ = std::max(mmio_arrives_, mmio_free_ + Latency(p.pcie_mmio_write_latency));
   return mmio_arrives_;
