@@ -18,10 +18,10 @@ echo "installed ndksim_send_lat: ok"
 # The plotter is installed beside it (its --help needs no matplotlib).
 "$work/prefix/bin/ndksim-plot" --help | grep -q "ndksim-perf" || { echo "installed ndksim-plot --help failed" >&2; exit 1; }
 echo "installed ndksim-plot: ok"
-# scripts/run.sh runs ndksim-perf in the caller's directory: a relative --out_json lands there.
+# scripts/run.sh runs ndksim-perf in the caller's directory: a relative --out_json_file lands there.
 repo=$PWD
-(cd "$work" && "$repo/scripts/run.sh" --op send --size 32 --iters 10 --no-progress --out_json rel.json >/dev/null)
-[ -s "$work/rel.json" ] || { echo "scripts/run.sh did not write --out_json rel.json in the caller's directory" >&2; exit 1; }
+(cd "$work" && "$repo/scripts/run.sh" --op send --size 32 --iters 10 --no-progress --out_json_file rel.json >/dev/null)
+[ -s "$work/rel.json" ] || { echo "scripts/run.sh did not write --out_json_file rel.json in the caller's directory" >&2; exit 1; }
 echo "scripts/run.sh from another directory: ok"
 for example in ping-pong rdma-write-read link-flap; do
   "$work/prefix/bin/ndksim-example-$example" >/dev/null ||

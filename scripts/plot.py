@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 # Plots latency, bandwidth and (optionally) message rate versus message size from one or more
-# JSON files written by `ndksim-perf --out_json FILE`, one line per file, as PNG and/or SVG.
+# JSON files written by `ndksim-perf --out_json`, one line per file, as PNG and/or SVG.
 """Plot ndksim-perf JSON results versus message size."""
 
 import argparse
@@ -78,6 +78,10 @@ def load(path):
         raise PlotError(f"{path}: cannot read: {e.strerror}") from e
     except json.JSONDecodeError as e:
         raise PlotError(f"{path}: not valid JSON: {e}") from e
+    # ndksim-perf's own figures are in "ndksim"; the top level is perftest's schema, which holds the
+    # last size only. Files of ndksim 0.2 had ndksim's figures at the top level.
+    if isinstance(doc, dict) and isinstance(doc.get("ndksim"), dict):
+        doc = doc["ndksim"]
     results = doc.get("results") if isinstance(doc, dict) else None
     if not isinstance(results, list) or not results:
         raise PlotError(f"{path}: no results (is it ndksim-perf --out_json output?)")

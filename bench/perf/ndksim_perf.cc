@@ -69,7 +69,10 @@ struct Options {
   std::uint64_t seed = 1;
   double loss = 0;
   std::string trace_path;
-  std::string json_path;
+  bool out_json = false;
+  std::string json_path = "perftest_out.json";  // perftest's default, in the working directory
+  bool report_speed = false;
+  std::string server;
   bool log = false;
   bool no_progress = false;
   bool dry_run = false;
@@ -409,6 +412,13 @@ std::string_view PerftestTestName(Operation op) {
 constexpr std::string_view kRule =
     "---------------------------------------------------------------------------------------";
 
+// The inline limit a test posts with: -I, or perftest's defaults (latency tests only).
+long long InlineMax(const Plan& plan, std::string_view what) {
+  const HardwareProfile& p = plan.profile;
+  if (plan.inline_size >= 0) return plan.inline_size;
+  return what == "Latency" ? std::min<long long>(Workload::LatencyInlineDefault(plan.op), p.max_inline_bytes) : 0;
+}
+
 void PrintHeader(const Options& o, const Plan& plan, std::string_view what) {
   const HardwareProfile& p = plan.profile;
   std::printf("%s\n", kRule.data());
@@ -424,9 +434,7 @@ void PrintHeader(const Options& o, const Plan& plan, std::string_view what) {
   }
   if (o.events) std::printf(" Completions     : events (the CQ is armed and its notification taken)\n");
   std::printf(" Mtu             : %u[B]\n", p.mtu_bytes);
-  const long long inline_max = plan.inline_size >= 0 ? plan.inline_size
-                               : what == "Latency" ? std::min<long long>(Workload::LatencyInlineDefault(plan.op), p.max_inline_bytes)
-                                                   : 0;
+  const long long inline_max = InlineMax(plan, what);
   std::printf(" Max inline data : %lld[B]%s\n", plan.op == Operation::kRead ? 0 : inline_max,
               plan.op == Operation::kRead ? " (reads carry no payload)" : "");
   std::printf(" Seed            : %llu%s\n", static_cast<unsigned long long>(o.seed),
@@ -489,7 +497,7 @@ class Run {
       *json << Json().dump(2) << '\n';
       json->flush();
       if (!*json) {
-        std::fprintf(stderr, "ndksim-perf: --out_json %s: writing failed\n", o_.json_path.c_str());
+        std::fprintf(stderr, "ndksim-perf: --out_json_file %s: writing failed\n", o_.json_path.c_str());
         return 1;
       }
     }
@@ -587,7 +595,74 @@ class Run {
     return f;
   }
 
-  nlohmann::json Json() const {
+  // perftest's JSON (--out_json): "test_info" and "results" as ib_<op>_<lat|bw> writes them, for
+  // the tooling that reads perftest's files, and ndksim's own figures in "ndksim". perftest's file
+  // holds the last result it printed (each size rewrites it); "ndksim" has every size. Nothing
+  // depends on the wall clock unless --report_speed asks for the simulator's speed.
+  nlohmann::ordered_json Json() const {
+    return {{"test_info", PerftestTestInfo()}, {"results", PerftestResults()}, {"ndksim", nlohmann::ordered_json(NdksimJson())}};
+  }
+
+  // In perftest's order.
+  nlohmann::ordered_json PerftestTestInfo() const {
+    const HardwareProfile& p = plan_.profile;
+    const bool bandwidth = plan_.bandwidth;  // the last test of the run
+    std::string test = fmt::format("{}_", PerftestTestName(plan_.op));
+    if (bandwidth) test += o_.post_list > 1 ? "Post_List_BW_" : "BW_";
+    if (!bandwidth) test += "Latency_";
+    nlohmann::ordered_json info = {{"test", test + "Test"}};
+    if (o_.events) info["Test with events"] = fmt::format("Using_{}_comp0", p.name);
+    info["Dual_port"] = "OFF";
+    info["Device"] = p.name;
+    info["Number_of_qps"] = o_.qps;
+    info["Transport_type"] = p.transport == Transport::kIWarp ? "IWARP" : "IB";
+    info["Connection_type"] = "RC";
+    info["Using_SRQ"] = "OFF";
+    if (bandwidth) {
+      info["TX_depth"] = o_.tx_depth;
+      if (o_.post_list > 1) info["Post_List"] = o_.post_list;
+      info["CQ_Moderation"] = o_.cq_mod;
+    }
+    info["Mtu"] = p.mtu_bytes;
+    info["Link_type"] = p.transport == Transport::kInfiniBand ? "IB" : "Ethernet";
+    if (plan_.op == Operation::kRead) {
+      info["Outstand_reads"] = o_.tx_depth;
+    } else {
+      info["Max_inline_data"] = InlineMax(plan_, bandwidth ? "BW" : "Latency");
+    }
+    info["rdma_cm_QPs"] = "OFF";
+    info["Data_ex_method"] = "Ethernet";
+    return info;
+  }
+
+  nlohmann::ordered_json PerftestResults() const {
+    if (results_.empty()) return nlohmann::ordered_json::object();
+    const SizeResult& r = results_.back();
+    if (r.bandwidth) {
+      const BandwidthFigures& b = *r.bandwidth;
+      auto bw = [&](double bytes_per_s) { return o_.report_gbits ? Gbits(bytes_per_s) : Mbytes(bytes_per_s); };
+      return {{"MsgSize", r.bytes},
+              {"n_iterations", b.iterations},
+              {"BW_peak", Round(bw(b.bw_peak_bytes_per_s), 2)},
+              {"BW_average", Round(bw(b.bw_avg_bytes_per_s), 2)},
+              {"MsgRate", Round(b.msg_rate_mpps, 6)}};
+    }
+    if (r.latency) {
+      const LatencyFigures& l = *r.latency;
+      return {{"MsgSize", r.bytes},          {"n_iterations", l.iterations},    {"t_min", Round(l.t_min, 2)},
+              {"t_max", Round(l.t_max, 2)},  {"t_typical", Round(l.t_typical, 2)}, {"t_avg", Round(l.t_avg, 2)},
+              {"t_stdev", Round(l.t_stdev, 2)}, {"percentile_99", Round(l.p99, 2)}, {"percentile_99.9", Round(l.p99_9, 2)}};
+    }
+    return nlohmann::ordered_json::object();
+  }
+
+  // perftest prints its figures with a fixed number of decimals; its JSON carries the same.
+  static double Round(double value, int decimals) {
+    const double scale = std::pow(10.0, decimals);
+    return std::round(value * scale) / scale;
+  }
+
+  nlohmann::json NdksimJson() const {
     nlohmann::json config = {
         {"op", OpName(plan_.op)},
         {"profile", plan_.profile.name},
@@ -629,7 +704,9 @@ class Run {
                               {"msg_rate_mpps", b.msg_rate_mpps},
                               {"elapsed_us", b.elapsed_us}};
       }
-      entry["sim_ops_per_wall_s"] = r.wall_seconds > 0 ? static_cast<double>(r.simulated_ops) / r.wall_seconds : 0.0;
+      if (o_.report_speed) {
+        entry["sim_ops_per_wall_s"] = r.wall_seconds > 0 ? static_cast<double>(r.simulated_ops) / r.wall_seconds : 0.0;
+      }
       results.push_back(std::move(entry));
     }
     const HardwareProfile& p = plan_.profile;
@@ -750,8 +827,17 @@ int main(int argc, char** argv) {
                  "the wire loses each packet with probability P (a seeded fault rule); retransmissions show in "
                  "latency tails and bandwidth")
       ->check(CLI::Range(0.0, 0.5));
-  app.add_option("--out_json,--out-json", o.json_path, "write every figure and the configuration as JSON to FILE")
-      ->check(NotAnOption());
+  app.add_flag("--out_json", o.out_json,
+               "write the report as JSON, as perftest does (its test_info and results, and every figure of every "
+               "size under \"ndksim\"), to perftest_out.json or --out_json_file");
+  app.add_option("--out_json_file", o.json_path, "the file --out_json writes (implies --out_json)")
+      ->check(NotAnOption())
+      ->capture_default_str();
+  app.add_flag("--report_speed,--report-speed", o.report_speed,
+               "also put the simulator's speed (simulated operations per wall-clock second) into the JSON; "
+               "without it, the same command writes the same file every time");
+  app.add_option("server", o.server,
+                 "perftest's server address (its client's last argument); ignored: both sides run in this process");
   app.add_option("--trace", o.trace_path,
                  "write the request trace of the last size (bandwidth test, else latency) for Perfetto to FILE")
       ->check(NotAnOption());
@@ -789,6 +875,10 @@ int main(int argc, char** argv) {
   for (const Ignored& i : ignored) {
     if (i.option->count() > 0) std::fprintf(stderr, "ndksim-perf: %s ignored: %s\n", i.name, i.why);
   }
+  if (!o.server.empty()) {
+    std::fprintf(stderr, "ndksim-perf: server %s ignored: both sides run in this process\n", o.server.c_str());
+  }
+  if (app.get_option("--out_json_file")->count() > 0) o.out_json = true;
   if (!entry.empty()) {
     const std::size_t underscore = entry.find('_');
     const bool bandwidth = entry.substr(underscore + 1) == "bw";
@@ -811,7 +901,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     auto trace = OpenOutput(o.trace_path, "--trace");
-    auto json = OpenOutput(o.json_path, "--out_json");
+    auto json = o.out_json ? OpenOutput(o.json_path, "--out_json_file") : nullptr;
     Run run(o, plan);
     return run.Execute(trace.get(), json.get());
   } catch (const BadArguments& e) {
