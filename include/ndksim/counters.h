@@ -35,6 +35,16 @@ struct QpCounters {
   std::uint64_t retransmissions = 0;
 };
 
+// What happened to one CQ (Node::CountersOf(cq)). A CQ overruns at most once: the CQE that finds
+// it full is lost, the CQ takes no more, and its QPs fail (docs/conformance.md).
+struct CqCounters {
+  std::uint64_t cqes_written = 0;   // CQEs written to the CQ's memory
+  std::uint64_t overruns = 0;       // 1 once a CQE found the CQ full (or a fault rule said so)
+  std::uint64_t cqes_lost = 0;      // CQEs that found the CQ dead (overrun or a NIC failure), the overrunning one included
+  std::uint64_t notifications = 0;  // arms that were satisfied: notifications raised
+  std::uint32_t depth = 0;          // entries, as the NIC sees them (the consumer's depth, rounded to a power of two)
+};
+
 // The whole NIC. Doorbells and MMIO writes include receive-queue and CQ-arm doorbells, which no
 // QP's counters hold.
 struct NicCounters {

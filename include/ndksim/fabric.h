@@ -122,6 +122,9 @@ class Node {
   // Counters of one QP of this node (doorbells, MMIO, DMA, packets, fence stalls, completions);
   // nullopt for a QP of another node or one already closed.
   std::optional<QpCounters> CountersOf(NDK_QP* qp) const;
+  // Counters of one CQ of this node (CQEs written and lost, overrun, notifications; depth);
+  // nullopt for a CQ of another node or one already closed.
+  std::optional<CqCounters> CqCountersOf(NDK_CQ* cq) const;
   // The NIC's number for a QP of this node (what FaultMatch::qpn names); nullopt for a QP of
   // another node.
   std::optional<std::uint32_t> QpNumber(NDK_QP* qp) const;
@@ -146,6 +149,7 @@ class Node {
   friend class Fabric;
   std::optional<std::uint32_t> QpNumberNow(NDK_QP* qp) const;
   std::optional<QpCounters> CountersOfNow(NDK_QP* qp) const;
+  std::optional<CqCounters> CqCountersOfNow(NDK_CQ* cq) const;
   std::unique_ptr<Impl> impl_;
 };
 

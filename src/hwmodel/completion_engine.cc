@@ -44,7 +44,10 @@ void CompletionEngine::Land(CqNumber number, const CompletionRecord& record) {
   CqContext* cq = nic_.FindCq(number);
   if (cq == nullptr) return;
   --cq->in_flight;
-  if (cq->dead) return;
+  if (cq->dead) {
+    ++cq->counters.cqes_lost;
+    return;
+  }
   CompletionQueueMemory& m = cq->memory;
   // The consumer index is read only when the one last read leaves no room: it lives on a line
   // the poller writes after every poll, and a CQ with room needs no newer value.
@@ -57,6 +60,8 @@ void CompletionEngine::Land(CqNumber number, const CompletionRecord& record) {
   if (full || nic_.InjectFault(FaultPoint::kCqeWrite, record.qpn) != nullptr) {  // kOverrun
     NDKSIM_TRACE(nic_.Trace(), events_.Now(), nic_.Id(), CompletionEngine, "cq {} overrun", number.value);
     ++nic_.MutableCounters().cq_overruns;
+    ++cq->counters.overruns;
+    ++cq->counters.cqes_lost;
     // Said once, whether or not anyone armed the CQ or traces: an unarmed CQ's overrun is
     // otherwise seen only as QPs failing.
     fmt::print(stderr,
@@ -89,6 +94,7 @@ void CompletionEngine::Land(CqNumber number, const CompletionRecord& record) {
   e.owner.store(OwnerParity(index, m.entry_count), std::memory_order_release);
   ++cq->producer_index;
   ++nic_.MutableCounters().cqes_written;
+  ++cq->counters.cqes_written;
   if (QpContext* qp = nic_.FindQp(Qpn{record.qpn}); qp != nullptr) ++qp->counters.completions;
   if (nic_.Trace().Requests().Enabled() && !(record.flags & cqe_flag::kReceive)) {
     nic_.Trace().Requests().Mark(nic_.Id(), record.qpn, record.wqe_counter, RequestStage::kCqeWritten, events_.Now());
@@ -172,6 +178,7 @@ void CompletionEngine::Notify(CqContext& cq) {
   cq.moderation_pending = false;
   ++cq.moderation_generation;  // a moderation timer still running has nothing left to do
   cq.satisfied_epoch = cq.arm_epoch;
+  ++cq.counters.notifications;
   EventEntry e{};
   e.type = EventType::kCqNotify;
   e.object = cq.number.value;

@@ -329,6 +329,7 @@ struct SrqContext {
 struct CqContext {
   CqNumber number;
   CompletionQueueMemory memory;
+  CqCounters counters;  // the completion engine's
   std::uint32_t interrupt_vector = 0;
   std::uint32_t producer_index = 0;     // CQEs written
   // The host's consumer index as the NIC last read it: a lower bound (the host only moves it

@@ -100,6 +100,14 @@ const QpCounters* Nic::FindQpCounters(Qpn qpn) const {
   return qp != nullptr ? &qp->counters : nullptr;
 }
 
+std::optional<CqCounters> Nic::FindCqCounters(CqNumber number) const {
+  const CqContext* cq = cqs_.Find(number.value);
+  if (cq == nullptr) return std::nullopt;
+  CqCounters c = cq->counters;
+  c.depth = cq->memory.entry_count;
+  return c;
+}
+
 CqContext* Nic::FindCq(CqNumber cq) { return cqs_.Find(cq.value); }
 
 void Nic::SetDatagramQueue(SpscRing<ManagementDatagram>* ring) { datagram_ring_ = ring; }

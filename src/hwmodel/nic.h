@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -143,6 +144,8 @@ class Nic {  // NOLINT(clang-analyzer-optin.performance.Padding)
   }
   // Counters of a live QP, or nullptr.
   const QpCounters* FindQpCounters(Qpn qpn) const;
+  // Counters of a live CQ (its depth filled in), or nullopt.
+  std::optional<CqCounters> FindCqCounters(CqNumber cq) const;
   // Writes an event-queue entry to host memory and raises the interrupt.
   void PostEvent(const EventEntry& entry);
   // The QP state machine (qp_state.h): connection, and the error state whoever causes it.

@@ -18,6 +18,7 @@
 #include "hwmodel/nic.h"
 #include "hwmodel/port.h"
 #include "ndksim/names.h"
+#include "provider/cq.h"
 #include "provider/driver.h"
 #include "provider/qp.h"
 #include "sim/engine.h"
@@ -112,6 +113,17 @@ std::optional<QpCounters> Node::CountersOfNow(NDK_QP* qp) const {
   const QpCounters* c = impl_->nic->FindQpCounters(q.Number());
   if (c == nullptr) return std::nullopt;
   return *c;
+}
+
+std::optional<CqCounters> Node::CqCountersOf(NDK_CQ* cq) const {
+  return impl_->engine->Serialize([&] { return CqCountersOfNow(cq); });
+}
+
+std::optional<CqCounters> Node::CqCountersOfNow(NDK_CQ* cq) const {
+  if (cq == nullptr) return std::nullopt;
+  const provider::Cq& c = provider::Cq::From(cq);
+  if (&c.GetDriver().Nic() != &impl_->nic->GetDevice()) return std::nullopt;
+  return impl_->nic->FindCqCounters(c.Number());
 }
 
 namespace sim {

@@ -435,6 +435,22 @@ TEST_F(QueuesSmallCq, OverrunNotifiesBufferOverflowAndTheCqReportsNothingMore) {
   EXPECT_THAT(pair().Drain(b().receive_cq), IsEmpty());
 }
 
+// Counted per CQ (Node::CqCountersOf): the CQ that overran, with the CQE it lost; b's other CQ
+// counts none.
+TEST_F(QueuesSmallCq, AnOverrunIsCountedOnTheCqThatOverran) {
+  PostReceives(4);
+  for (std::uintptr_t i = 1; i <= 3; ++i) SendFromA(i);
+  pair().fabric().RunUntilIdle();
+  const std::optional<ndksim::CqCounters> c = b().node->CqCountersOf(b().receive_cq);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->cqes_written, 2u);
+  EXPECT_EQ(c->overruns, 1u);
+  EXPECT_EQ(c->cqes_lost, 1u);
+  EXPECT_EQ(c->depth, 2u);
+  EXPECT_EQ(b().node->CqCountersOf(b().initiator_cq)->overruns, 0u);
+  EXPECT_EQ(a().node->CqCountersOf(b().receive_cq), std::nullopt);  // another node's CQ
+}
+
 // The CQ's ring is used pass after pass: each CQE slot's owner bit tells the poller which pass
 // wrote it, so a drained slot is never read again and a new one never missed.
 TEST_F(QueuesSmallCq, ARingOfTwoUsedForFivePassesGivesEveryCompletionOnceInOrder) {
