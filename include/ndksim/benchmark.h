@@ -1,24 +1,25 @@
 // SPDX-License-Identifier: MIT
-// Microbenchmarks of a consumer's own posting code, with the simulated RNIC's view of every
-// operation (docs/benchmarking.md). A Google Benchmark of a posting routine:
-//
-//   void BM_PostWrites(benchmark::State& state) {
-//     ndksim::PostingBenchmark bench(state);             // a connected pair, default profile
-//     auto src = bench.poster().Register(4096);
-//     auto dst = bench.peer().Register(4096);
-//     bench.Run(16, [&] { my_post_16_writes(bench.qp(0), *src, *dst); });
-//   }
-//   BENCHMARK(BM_PostWrites)->UseManualTime();
-//   NDKSIM_BENCHMARK_MAIN();
-//
-// Each iteration calls the routine once (timed: only the routine), then lets the simulation catch
-// up with the posting thread's simulated clock and reaps completions (not timed). At the end the
-// fabric runs until idle, and the benchmark reports per operation, from the model's own counters:
-// wall time of the routine, simulated host CPU time, simulated time, doorbells, MMIO bytes,
-// WQE-fetch reads, payload DMA bytes, CQE writes, PCIe bytes each way, packets, cache misses, the
-// simulated message rate, and (as the label) the resource that bounded that rate.
-//
-// PostingRun is the same measurement without Google Benchmark's loop, for a test or a tool.
+/// @file
+/// Microbenchmarks of a consumer's own posting code, with the simulated RNIC's view of every
+/// operation (docs/benchmarking.md). A Google Benchmark of a posting routine:
+///
+///     void BM_PostWrites(benchmark::State& state) {
+///       ndksim::PostingBenchmark bench(state);             // a connected pair, default profile
+///       auto src = bench.poster().Register(4096);
+///       auto dst = bench.peer().Register(4096);
+///       bench.Run(16, [&] { my_post_16_writes(bench.qp(0), *src, *dst); });
+///     }
+///     BENCHMARK(BM_PostWrites)->UseManualTime();
+///     NDKSIM_BENCHMARK_MAIN();
+///
+/// Each iteration calls the routine once (timed: only the routine), then lets the simulation catch
+/// up with the posting thread's simulated clock and reaps completions (not timed). At the end the
+/// fabric runs until idle, and the benchmark reports per operation, from the model's own counters:
+/// wall time of the routine, simulated host CPU time, simulated time, doorbells, MMIO bytes,
+/// WQE-fetch reads, payload DMA bytes, CQE writes, PCIe bytes each way, packets, cache misses, the
+/// simulated message rate, and (as the label) the resource that bounded that rate.
+///
+/// PostingRun is the same measurement without Google Benchmark's loop, for a test or a tool.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -51,59 +52,62 @@
 
 namespace ndksim {
 
+/// What a PostingRun measures on: the pair and its QPs, and how the helper keeps the routine's
+/// queues going between calls.
 struct PostingConfig {
-  // The fabric (its profile: pair.fabric.profile), queue depths, SGE limits, inline size. The
-  // default profile is ConnectX-class; profiles::kFunctional makes every cost zero.
+  /// The fabric (its profile: pair.fabric.profile), queue depths, SGE limits, inline size. The
+  /// default profile is ConnectX-class; profiles::kFunctional makes every cost zero.
   QpPairConfig pair;
-  // Connected QPs between the two nodes, sharing each side's PD and CQs: qp(0) ... qp(qps - 1).
+  /// Connected QPs between the two nodes, sharing each side's PD and CQs: qp(0) ... qp(qps - 1).
   std::size_t qps = 1;
-  // Requests allowed in flight (posted, not yet completed by the NIC) over all the QPs, before the
-  // helper runs the simulation to make room for the next call. 0: half of every initiator queue
-  // and at most half a CQ, so a routine that signals at least once per half queue never finds its
-  // queue full, and no CQ overruns between two reaps.
+  /// Requests allowed in flight (posted, not yet completed by the NIC) over all the QPs, before the
+  /// helper runs the simulation to make room for the next call. 0: half of every initiator queue
+  /// and at most half a CQ, so a routine that signals at least once per half queue never finds its
+  /// queue full, and no CQ overruns between two reaps.
   std::size_t window = 0;
-  // After each call the helper polls the posting side's initiator CQ (on the posting thread's
-  // core, so the polls cost simulated host time) and fails the benchmark on an error completion.
-  // false: the routine polls for itself, before it posts.
+  /// After each call the helper polls the posting side's initiator CQ (on the posting thread's
+  /// core, so the polls cost simulated host time) and fails the benchmark on an error completion.
+  /// false: the routine polls for itself, before it posts.
   bool reap = true;
-  // Nonzero: the helper keeps every peer QP's receive queue full of receives of this many bytes
-  // and re-posts each one that completes (the routine sends), peer QP i's from the peer's core i.
+  /// Nonzero: the helper keeps every peer QP's receive queue full of receives of this many bytes
+  /// and re-posts each one that completes (the routine sends), peer QP i's from the peer's core i.
   std::uint32_t peer_receive_bytes = 0;
-  // The engine runs on its own thread (Fabric::Start) while the routine posts, instead of being
-  // stepped between calls: the routine meets the provider as it would under a threaded test. The
-  // NIC's counters stay exact; the simulated times then depend on how the two threads interleave.
+  /// The engine runs on its own thread (Fabric::Start) while the routine posts, instead of being
+  /// stepped between calls: the routine meets the provider as it would under a threaded test. The
+  /// NIC's counters stay exact; the simulated times then depend on how the two threads interleave.
   bool threaded = false;
 };
 
-// One resource of the simulated fabric and the share of the measured stretch it was busy.
+/// One resource of the simulated fabric and the share of the measured stretch it was busy.
 struct ResourceBusy {
-  std::string name;  // e.g. "the wire (a -> b)", "processing unit 3 (a)", "host core 0 (a)"
-  // The share of the run it was busy (read tags: the mean share of the tags held). A host core's
-  // can pass 1: its clock runs ahead of the fabric's when it has more work than the run's length.
+  std::string name;  ///< e.g. "the wire (a -> b)", "processing unit 3 (a)", "host core 0 (a)"
+  /// The share of the run it was busy (read tags: the mean share of the tags held). A host core's
+  /// can pass 1: its clock runs ahead of the fabric's when it has more work than the run's length.
   double busy = 0;
 };
 
-// What a run measured. `poster` and `peer` are the two NICs' counters over the run (on a loopback
-// pair, where both ends are one node, everything is in `poster` and `peer` is zero).
+/// What a run measured. `poster` and `peer` are the two NICs' counters over the run (on a loopback
+/// pair, where both ends are one node, everything is in `poster` and `peer` is zero).
 struct PostingReport {
-  std::uint64_t operations = 0;
-  Duration simulated{};  // from the first call's first post until the fabric fell idle
-  Duration host{};       // simulated CPU time of the posting node's cores (posts, doorbells, polls)
-  double wall_seconds = 0;  // the routine's own wall time, over all calls
-  NicCounters poster;
-  NicCounters peer;
-  std::vector<ResourceBusy> resources;  // busiest first
+  std::uint64_t operations = 0;  ///< the send-queue requests the calls declared
+  Duration simulated{};  ///< from the first call's first post until the fabric fell idle
+  Duration host{};       ///< simulated CPU time of the posting node's cores (posts, doorbells, polls)
+  double wall_seconds = 0;  ///< the routine's own wall time, over all calls
+  NicCounters poster;  ///< the posting node's NIC over the run
+  NicCounters peer;    ///< the peer's NIC over the run
+  std::vector<ResourceBusy> resources;  ///< busiest first
 
+  /// `count` per operation (0 when there were none).
   double PerOp(std::uint64_t count) const {
     return operations == 0 ? 0 : static_cast<double>(count) / static_cast<double>(operations);
   }
-  // Simulated operations per simulated microsecond (M operations per second).
+  /// Simulated operations per simulated microsecond (M operations per second).
   double SimulatedMops() const {
     return simulated <= Duration::zero() ? 0
                                          : static_cast<double>(operations) * 1e6 / static_cast<double>(simulated.count());
   }
-  // The resource that bounded the simulated rate: the busiest one, if it was busy at least 75% of
-  // the time; otherwise the rate was bound by latency (the requests in flight), and this says so.
+  /// The resource that bounded the simulated rate: the busiest one, if it was busy at least 75% of
+  /// the time; otherwise the rate was bound by latency (the requests in flight), and this says so.
   std::string Bound() const {
     if (resources.empty()) return "nothing measured";
     const ResourceBusy& top = resources.front();
@@ -118,14 +122,14 @@ struct PostingReport {
   }
 };
 
-// What two nodes did over a stretch of simulated time: their NICs' counters, the poster's host
-// cores and every shared resource's busy time, from a snapshot taken at the start. PostingRun
-// takes one; code that drives the fabric itself (a kernel-environment driver, a workload of its
-// own) takes its own and publishes the report with PostingBenchmark::Publish.
+/// What two nodes did over a stretch of simulated time: their NICs' counters, the poster's host
+/// cores and every shared resource's busy time, from a snapshot taken at the start. PostingRun
+/// takes one; code that drives the fabric itself (a kernel-environment driver, a workload of its
+/// own) takes its own and publishes the report with PostingBenchmark::Publish.
 class NodeMeasurement {
  public:
-  // Takes the snapshot; the stretch begins at `start` (the fabric's clock then, or the posting
-  // core's clock if that is later).
+  /// Takes the snapshot; the stretch begins at `start` (the fabric's clock then, or the posting
+  /// core's clock if that is later).
   NodeMeasurement(Node& poster, Node& peer, TimePoint start)
       : poster_(poster),
         peer_(peer),
@@ -138,10 +142,11 @@ class NodeMeasurement {
     for (std::uint32_t c = 0; c < peer.CoreCount(); ++c) peer_core_busy_before_.push_back(peer.CoreBusy(c));
   }
 
+  /// The poster's counters at the snapshot.
   const NicCounters& PosterBefore() const { return poster_before_; }
 
-  // The report of the stretch from the start to `end` (read it with the fabric idle, or at least
-  // with the work of `operations` done), per `operations`; `wall_seconds` as the caller measured.
+  /// The report of the stretch from the start to `end` (read it with the fabric idle, or at least
+  /// with the work of `operations` done), per `operations`; `wall_seconds` as the caller measured.
   PostingReport Finish(TimePoint end, std::uint64_t operations, double wall_seconds = 0) const {
     PostingReport r;
     r.operations = operations;
@@ -223,9 +228,11 @@ class NodeMeasurement {
   }
 };
 
-// A connected pair (or `qps` pairs of QPs) to measure a posting routine on.
+/// A connected pair (or `qps` pairs of QPs) to measure a posting routine on.
 class PostingRun {
  public:
+  /// Makes the pair and its QPs, keeps the peer's receives posted if asked, and starts the engine's
+  /// thread if threaded; throws HarnessError if a step fails.
   explicit PostingRun(PostingConfig config = {}) : config_(Prepared(std::move(config))), pair_(config_.pair) {
     qa_.push_back(pair_.a().qp);
     qb_.push_back(pair_.b().qp);
@@ -253,17 +260,17 @@ class PostingRun {
   PostingRun& operator=(const PostingRun&) = delete;
   virtual ~PostingRun() = default;
 
-  QpPair& pair() { return pair_; }
-  Fabric& fabric() { return pair_.fabric(); }
-  QpEnd& poster() { return pair_.a(); }
-  QpEnd& peer() { return pair_.b(); }
-  std::size_t qps() const { return qa_.size(); }
-  NDK_QP* qp(std::size_t i) const { return qa_.at(i); }
-  NDK_QP* peer_qp(std::size_t i) const { return qb_.at(i); }
-  const PostingConfig& config() const { return config_; }
+  QpPair& pair() { return pair_; }                            ///< the connected pair
+  Fabric& fabric() { return pair_.fabric(); }                 ///< its fabric
+  QpEnd& poster() { return pair_.a(); }                       ///< side "a", whose routine is measured
+  QpEnd& peer() { return pair_.b(); }                         ///< side "b"
+  std::size_t qps() const { return qa_.size(); }              ///< QPs on each side (PostingConfig::qps)
+  NDK_QP* qp(std::size_t i) const { return qa_.at(i); }       ///< the poster's QP `i`
+  NDK_QP* peer_qp(std::size_t i) const { return qb_.at(i); }  ///< the peer's QP connected to qp(i)
+  const PostingConfig& config() const { return config_; }     ///< the configuration, its window filled in
 
-  // Before a call that posts `operations` send-queue requests: runs the simulation until they fit
-  // in the window. The first call starts the measurement.
+  /// Before a call that posts `operations` send-queue requests: runs the simulation until they fit
+  /// in the window. The first call starts the measurement.
   void BeforeCall(std::uint64_t operations) {
     if (!started_) Start();
     Node& a = *pair_.a().node;
@@ -282,9 +289,9 @@ class PostingRun {
       Reap();
     }
   }
-  // After the call: the simulation catches up with the posting threads' clocks (the earliest of
-  // the cores that have posted, so calls from several cores overlap as they would on a host),
-  // then completions are reaped and the peer's receives re-posted.
+  /// After the call: the simulation catches up with the posting threads' clocks (the earliest of
+  /// the cores that have posted, so calls from several cores overlap as they would on a host),
+  /// then completions are reaped and the peer's receives re-posted.
   void AfterCall(std::uint64_t operations) {
     posted_ += operations;
     if (config_.threaded) {
@@ -300,7 +307,7 @@ class PostingRun {
     if (clock > fabric().Now()) fabric().RunFor(clock - fabric().Now());
     Reap();
   }
-  // Calls `post` once, between BeforeCall and AfterCall.
+  /// Calls `post` once, between BeforeCall and AfterCall.
   template <typename Post>
   void Call(std::uint64_t operations, Post&& post) {
     BeforeCall(operations);
@@ -308,9 +315,9 @@ class PostingRun {
     AfterCall(operations);
   }
 
-  // Ends the measurement: runs until every request has completed and the fabric is idle, and
-  // says what it cost. `wall_seconds` is the routine's own wall time, as the caller measured it.
-  // Throws HarnessError if the NIC completed a different number of requests than were declared.
+  /// Ends the measurement: runs until every request has completed and the fabric is idle, and
+  /// says what it cost. `wall_seconds` is the routine's own wall time, as the caller measured it.
+  /// Throws HarnessError if the NIC completed a different number of requests than were declared.
   PostingReport Finish(double wall_seconds = 0) {
     if (!started_) Start();
     if (config_.threaded) {
@@ -338,10 +345,10 @@ class PostingRun {
   bool started_ = false;
   std::uint64_t posted_ = 0;
   std::optional<NodeMeasurement> measurement_;
-  std::vector<bool> used_cores_;  // the posting node's cores that have posted since Start
+  std::vector<bool> used_cores_;  ///< the posting node's cores that have posted since Start
 
-  // With receives kept posted at the peer, its CQs must hold every one of them: closing the pair
-  // flushes those still posted, each with a completion.
+  /// With receives kept posted at the peer, its CQs must hold every one of them: closing the pair
+  /// flushes those still posted, each with a completion.
   static PostingConfig Prepared(PostingConfig c) {
     if (c.peer_receive_bytes > 0) {
       const std::size_t receives = std::max<std::size_t>(c.qps, 1) * c.pair.receive_queue_depth;
@@ -358,8 +365,8 @@ class PostingRun {
     used_cores_.assign(a.CoreCount(), false);
   }
 
-  // Threaded: reaps until `done` holds, yielding to the engine's thread; a watchdog (not a
-  // measurement) turns a hang into an error.
+  /// Threaded: reaps until `done` holds, yielding to the engine's thread; a watchdog (not a
+  /// measurement) turns a hang into an error.
   template <typename Done>
   void AwaitCompleted(Node& a, Done done) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -416,24 +423,25 @@ class PostingRun {
 
 };
 
-// Two nodes of a fabric in a kernel environment, for a benchmark of a kernel-mode consumer
-// (docs/benchmarking.md, "Kernel drivers"): load its drivers with environment().LoadDriver on
-// poster() and peer(), bring them to where the measured work begins, then Measure it.
+/// Two nodes of a fabric in a kernel environment, for a benchmark of a kernel-mode consumer
+/// (docs/benchmarking.md, "Kernel drivers"): load its drivers with environment().LoadDriver on
+/// poster() and peer(), bring them to where the measured work begins, then Measure it.
 class KernelPostingRun {
  public:
+  /// Nodes "a" and "b" on a fabric made with `fabric`, in an environment made with `environment`.
   explicit KernelPostingRun(FabricConfig fabric = {}, kernel::EnvironmentConfig environment = {})
       : fabric_(std::move(fabric)),
         poster_(fabric_.AddNode({"a", {"192.0.2.1", "2001:db8::1"}})),
         peer_(fabric_.AddNode({"b", {"192.0.2.2", "2001:db8::2"}})),
         environment_(fabric_, environment) {}
 
-  Fabric& fabric() { return fabric_; }
-  Node& poster() { return poster_; }  // "a", 192.0.2.1: the node whose posting is measured
-  Node& peer() { return peer_; }      // "b", 192.0.2.2
-  kernel::Environment& environment() { return environment_; }
+  Fabric& fabric() { return fabric_; }  ///< the fabric of both nodes
+  Node& poster() { return poster_; }  ///< "a", 192.0.2.1: the node whose posting is measured
+  Node& peer() { return peer_; }      ///< "b", 192.0.2.2
+  kernel::Environment& environment() { return environment_; }  ///< the kernel environment the drivers run in
 
-  // Runs the environment until `done` holds, and reports that stretch per `operations`. Its wall
-  // time is the whole stretch's: the environment runs the drivers and the fabric together.
+  /// Runs the environment until `done` holds, and reports that stretch per `operations`. Its wall
+  /// time is the whole stretch's: the environment runs the drivers and the fabric together.
   PostingReport Measure(std::uint64_t operations, const std::function<bool()>& done) {
     const NodeMeasurement measurement(poster_, peer_, environment_.Now());
     const auto t0 = std::chrono::steady_clock::now();
@@ -449,18 +457,19 @@ class KernelPostingRun {
   kernel::Environment environment_;
 };
 
-// PostingRun inside a Google Benchmark: Run() is the benchmark's loop, and the figures per
-// operation become the benchmark's counters (docs/benchmarking.md lists them).
+/// PostingRun inside a Google Benchmark: Run() is the benchmark's loop, and the figures per
+/// operation become the benchmark's counters (docs/benchmarking.md lists them).
 class PostingBenchmark : public PostingRun {
  public:
+  /// A PostingRun made with `config`, measured for the benchmark whose state is `state`.
   explicit PostingBenchmark(benchmark::State& state, PostingConfig config = {})
       : PostingRun(std::move(config)), state_(state) {}
 
-  // The benchmark loop: each iteration calls `post`, which posts `operations` send-queue
-  // requests. Only `post` is timed (register the benchmark with ->UseManualTime() so the Time
-  // column is that time; the counter wall_ns is that time per operation either way).
-  // A failure (an error completion, a hang, operations that do not match what the NIC completed)
-  // ends the benchmark with Google Benchmark's error report (SkipWithError), not the program.
+  /// The benchmark loop: each iteration calls `post`, which posts `operations` send-queue
+  /// requests. Only `post` is timed (register the benchmark with ->UseManualTime() so the Time
+  /// column is that time; the counter wall_ns is that time per operation either way).
+  /// A failure (an error completion, a hang, operations that do not match what the NIC completed)
+  /// ends the benchmark with Google Benchmark's error report (SkipWithError), not the program.
   template <typename Post>
   void Run(std::uint64_t operations, Post&& post) {
     try {
@@ -481,10 +490,10 @@ class PostingBenchmark : public PostingRun {
     }
   }
 
-  // Sets the benchmark's counters and label from a report.
+  /// Sets the benchmark's counters and label from a report.
   void Publish(const PostingReport& r) { Publish(state_, r); }
-  // The same for any benchmark, e.g. one that measures a kernel-environment driver with its own
-  // NodeMeasurement.
+  /// The same for any benchmark, e.g. one that measures a kernel-environment driver with its own
+  /// NodeMeasurement.
   static void Publish(benchmark::State& state, const PostingReport& r) {
     auto& c = state.counters;
     const auto ops = static_cast<double>(r.operations);
@@ -511,26 +520,29 @@ class PostingBenchmark : public PostingRun {
   benchmark::State& state_;
 };
 
-// Prints the benchmarks as the console reporter does, then compares each benchmark of a family
-// (one function, several arguments) with the family's first: the counters that changed, the
-// simulated rate, and what bounded it before and after.
+/// Prints the benchmarks as the console reporter does, then compares each benchmark of a family
+/// (one function, several arguments) with the family's first: the counters that changed, the
+/// simulated rate, and what bounded it before and after.
 class PostingComparisonReporter : public benchmark::ConsoleReporter {
  public:
+  /// Keeps the runs (Record), then reports them as the console reporter does.
   void ReportRuns(const std::vector<Run>& runs) override {
     Record(runs);
     ConsoleReporter::ReportRuns(runs);
   }
-  // Keeps the runs to compare (those that measured something).
+  /// Keeps the runs to compare (those that measured something).
   void Record(const std::vector<Run>& runs) {
     for (const Run& r : runs) {
       if (r.run_type == Run::RT_Iteration && !r.error_occurred) runs_.push_back(r);
     }
   }
+  /// Ends the console report, then prints the comparisons.
   void Finalize() override {
     ConsoleReporter::Finalize();
     PrintComparisons(GetOutputStream());
   }
 
+  /// Writes to `out`, for each benchmark of a family after its first, what changed from the first.
   void PrintComparisons(std::ostream& out) const {
     std::map<std::string, const Run*> first;
     for (const Run& r : runs_) {
@@ -560,7 +572,7 @@ class PostingComparisonReporter : public benchmark::ConsoleReporter {
 
  private:
   std::vector<Run> runs_;
-  // PostingBenchmark's counters, in the order a comparison shows them, with their units.
+  /// PostingBenchmark's counters, in the order a comparison shows them, with their units.
   static constexpr std::pair<std::string_view, std::string_view> kShown[] = {
       {"sim_Mops", "sim Mops/s"},      {"sim_ns", "sim ns/op"},         {"host_ns", "host ns/op"},
       {"wall_ns", "wall ns/op"},       {"doorbells", "doorbells/op"},   {"mmio_B", "MMIO B/op"},
@@ -574,8 +586,8 @@ class PostingComparisonReporter : public benchmark::ConsoleReporter {
   }
 };
 
-// Runs the benchmarks registered in the program with PostingComparisonReporter (or, with a
-// --benchmark_format other than console, as BENCHMARK_MAIN does).
+/// Runs the benchmarks registered in the program with PostingComparisonReporter (or, with a
+/// --benchmark_format other than console, as BENCHMARK_MAIN does).
 inline int RunPostingBenchmarks(int argc, char** argv) {
   bool console = true;
   for (int i = 1; i < argc; ++i) {
@@ -596,7 +608,7 @@ inline int RunPostingBenchmarks(int argc, char** argv) {
 
 }  // namespace ndksim
 
-// main() for a posting-path benchmark program: the benchmarks, then the comparisons.
+/// main() for a posting-path benchmark program: the benchmarks, then the comparisons.
 #define NDKSIM_BENCHMARK_MAIN()                                                        \
   int main(int argc, char** argv) { return ::ndksim::RunPostingBenchmarks(argc, argv); } \
   int main(int, char**)

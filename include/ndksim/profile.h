@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Hardware profiles: one plain parameter struct describing a simulated RNIC, with units in the
-// types and a comment per field, plus named presets. Validated once, every bad field named.
+/// @file
+/// Hardware profiles: one plain parameter struct describing a simulated RNIC, with units in the
+/// types and a comment per field, plus named presets. Validated once, every bad field named.
 #pragma once
 
 #include <cstdint>
@@ -13,203 +14,235 @@
 
 namespace ndksim {
 
-// The wire protocol the NIC speaks. It decides per-packet header bytes and the behaviours the NDK
-// interface leaves to the transport (e.g. the status of a remote protection error).
-enum class Transport : std::uint8_t { kRoCEv2, kIWarp, kInfiniBand };
+/// The wire protocol the NIC speaks. It decides per-packet header bytes and the behaviours the NDK
+/// interface leaves to the transport (e.g. the status of a remote protection error).
+enum class Transport : std::uint8_t {
+  kRoCEv2,     ///< RoCE v2: the InfiniBand transport over UDP and IP on Ethernet
+  kIWarp,      ///< iWARP: RDMAP, DDP and MPA over TCP
+  kInfiniBand  ///< InfiniBand links
+};
+/// The name of `t`: "RoCEv2", "iWARP" or "InfiniBand".
 std::string_view Name(Transport t);
 
-// What the initiator's completion reports when the peer refuses a request's token, rights or range
-// (the public sources disagree: the user-mode NetworkDirect tests expect ACCESS_VIOLATION, the
-// NdkRead page names REMOTE_RESOURCES).
-enum class RemoteAccessErrorStatus : std::uint8_t { kAccessViolation, kRemoteResources };
-
-// IBTA's Local ACK Timeout: a QP's timeout attribute `exponent` (0..31) means 4.096 us x 2^exponent.
-constexpr Duration LocalAckTimeout(unsigned exponent) { return Nanoseconds(4096) * (std::int64_t{1} << exponent); }
-
-struct HardwareProfile {
-  std::string_view name;
-  Transport transport = Transport::kRoCEv2;
-  RemoteAccessErrorStatus remote_access_error = RemoteAccessErrorStatus::kAccessViolation;
-  // The timing model's noise sources (the "noise" section below) are on: latencies have a spread
-  // and a tail. False: the same work always takes the same time.
-  bool noise = true;
-
-  // ---- identity (NDK_ADAPTER_INFO) ----
-  std::uint32_t vendor_id = 0;   // PCI vendor id / OUI reported to consumers
-  std::uint32_t device_id = 0;   // vendor device id
-
-  // ---- PCIe link (pcie_link) ----
-  // The link is two directions, each a timeline of booked transfers. Numbers are PCIe Gen3
-  // x16 with 64-bit addressing (Neugebauer et al., SIGCOMM 2018, "pcie-bench").
-  Duration pcie_mmio_write_latency{};  // CPU store to a doorbell register until the NIC sees it
-  Duration pcie_dma_read_latency{};    // read request issued until its first completion returns; with
-                                       // the TLP serialization a 64 B read takes the pcie-bench 546 ns
-  Duration pcie_dma_write_latency{};   // NIC posted write until the data is visible in host memory
-                                       // (pcie-bench write-then-read 770 ns minus a 546 ns read)
-  BitRate pcie_bandwidth{};            // usable TLP bandwidth of one direction (Gen3 x16: 113.7 Gb/s)
-  std::uint32_t pcie_max_payload_bytes = 256;       // MPS: data bytes per write TLP or read completion
-  std::uint32_t pcie_max_read_request_bytes = 512;  // MRRS: a DMA read is split into requests this big
-  std::uint32_t pcie_read_tags = 32;   // read requests in flight at once; more wait for a free tag
-  // The host returns a read request's data one 64-B line at a time, this far apart: it reads each
-  // line from its memory system in turn. So a request's latency grows with its size faster than
-  // the link's rate, while several requests stream in parallel and the link stays the limit of
-  // the total. 0: a request's data is ready all at once.
-  Duration pcie_read_line_interval{};
-  // The NIC's DMA write engine issues one posted write TLP per this interval at most, so a stream
-  // of small writes (payload placements, CQEs) is bound by its TLP rate before the link's
-  // bandwidth. 0: only the bandwidth limits writes.
-  Duration pcie_write_tlp_interval{};
-  // A WQE of at most this many bytes is written with its doorbell (BlueFlame-style MMIO) when the
-  // doorbell covers exactly that one WQE, and is not fetched again by DMA. 0: doorbells only.
-  std::uint32_t wqe_by_mmio_bytes = 0;
-
-  // ---- host CPU (host_cpu) ----
-  // Each node has this many cores, each a timeline of simulated time. What the driver does for a
-  // consumer thread costs time on that thread's core (include/ndksim/host_cpu.h), so a thread's
-  // posting rate is bounded by these costs and several cores add up. All zero: posting is free.
-  std::uint32_t host_cores = 1;
-  Duration host_post{};             // one posting call: checks, the WQE's control and address
-                                    // segments, the request context (the first 64-B block)
-  Duration host_wqe_block{};        // each further 64-B block of a WQE (data segments, inline bytes)
-  Duration host_doorbell_record{};  // the release store of the queue's producer index
-  Duration host_mmio_store{};       // one 64-B line of write-combining stores to the doorbell page
-                                    // (a doorbell is one line; a WQE written through it, one a line)
-  Duration host_mmio_flush{};       // the store fence after an MMIO write: the core waits while the
-                                    // write-combining buffer drains towards PCIe
-  Duration host_cqe_poll{};         // taking one CQE: reading the line the NIC wrote, converting it
-
-  // ---- noise: the spread and the tail of latencies (pcie_link, host_cpu) ----
-  // Seeded sources of variation, each a stream of draws fixed by the fabric's seed, so the same
-  // seed and the same calls still give the same times. With `noise` off (the switch, at the top of
-  // the profile), or these fields zero, the same work always takes the same time.
-  // Standard deviation of each PCIe transaction's latency (a read request's, a posted write's, an
-  // MMIO write's): the root complex and the memory system do not answer in constant time.
-  Duration pcie_latency_jitter{};
-  // Each core is taken away now and then (timer ticks, other interrupts, SMIs) for a while: the
-  // interruptions arrive at random (a Poisson process of this mean interval, in simulated time)
-  // and last a heavy-tailed time (Pareto of this shape from the minimum, cut at the maximum).
-  // Work that would start, or is in progress, when one strikes waits until it is over.
-  Duration host_interruption_interval{};
-  Duration host_interruption_min{};
-  Duration host_interruption_max{};
-  double host_interruption_shape = 1.5;
-
-  // ---- NIC processing (processing units, requester, responder) ----
-  ClockDomain nic_clock{1000};         // NIC core clock
-  // Processing units: each QP is served by one unit (QPN modulo the count), so the requests of a
-  // QP stay in order while several QPs run in parallel (Kalia et al., USENIX ATC 2016).
-  std::uint32_t processing_units = 1;
-  Cycles doorbell_processing{0};       // unit cycles per doorbell (context lookup, scheduling)
-  Cycles wqe_processing{0};            // unit cycles per send-queue WQE (parse, translate, schedule)
-  Cycles read_response_processing{0};  // responder unit cycles per inbound read request (its
-                                       // checks and translation: on the read's latency path)
-  // A QP's inbound reads pass through its read context one at a time: it takes the next read
-  // this many cycles after it took the last, so one QP serves at most nic_clock / this reads a
-  // second, while other QPs' reads go on in parallel. Not on a lone read's latency path.
-  Cycles read_context_turnaround{0};
-  Cycles packet_processing{0};         // receive pipeline cycles per packet (checks, steering); a
-                                       // latency, pipelined, not a server
-  // The receive pipeline takes in one packet per this many cycles at most: the NIC-wide rate of
-  // inbound packets. 0: no limit.
-  Cycles receive_packet_interval{0};
-  // The QP-context cache (context_cache): the contexts of this many QPs are on chip, in sets of
-  // qp_context_cache_ways chosen by a hash of the QPN; a miss replaces the least recently used
-  // context of its set. Work for a QP whose context is not there waits for a DMA read of
-  // qp_context_bytes (its processing unit serves other QPs meanwhile; an arriving packet waits in
-  // the receive pipeline while other QPs' packets go on). 0 entries: every context is on chip.
-  std::uint32_t qp_context_cache_entries = 0;
-  std::uint32_t qp_context_cache_ways = 1;
-  std::uint32_t qp_context_bytes = 256;
-  // The translation caches (translation): memory-key entries (MPT, one per key) and page
-  // translations (MTT, one 64-B line per 8 pages of 4 KiB), in sets of translation_cache_ways. An
-  // inbound write's placement and an inbound read's set-up wait for a key and pages not on chip
-  // (one 64-B read each). 0 entries: every entry is on chip.
-  std::uint32_t mpt_cache_entries = 0;
-  std::uint32_t mtt_cache_entries = 0;
-  std::uint32_t translation_cache_ways = 1;
-  // Bytes one QP may hold in NIC buffers between its payload DMA and the wire; bounds how far the
-  // requester reads ahead of transmission.
-  std::uint32_t qp_transmit_buffer_bytes = 0;
-
-  // ---- port and wire (port) ----
-  BitRate link_rate{};                 // Ethernet/IB signalling rate after encoding
-  Duration port_transmit_latency{};    // MAC, PCS and FEC encoder: packet handed to the port until its
-                                       // first bit is on the cable
-  Duration port_receive_latency{};     // PHY, FEC decoder and MAC: last bit in until the packet is
-                                       // handed to the receive pipeline
-  Duration propagation_delay{};        // cable, one direction
-  Duration switch_latency{};           // cut-through forwarding delay when nodes meet at a switch
-  std::uint32_t mtu_bytes = 4096;      // payload bytes per packet (path MTU)
-  // Header + trailer + framing bytes of every packet on the wire. Transport extension headers
-  // (RETH 16 B on write-first/only and read requests, AETH 4 B on ACKs and read responses, IETH
-  // 4 B on send-with-invalidate) are added per packet for RoCEv2 and InfiniBand.
-  std::uint32_t packet_overhead_bytes = 0;
-  Duration ack_turnaround{};           // responder: data placed until its ACK is handed to the port
-
-  // ---- reliable transport ----
-  Duration ack_timeout{};              // requester retransmission timeout
-  std::uint32_t retry_count = 7;       // retransmissions before IO_TIMEOUT
-  Duration rnr_delay{};                // wait before resending after a receiver-not-ready NAK
-  std::uint32_t rnr_retry_count = 7;   // RNR retries before IO_TIMEOUT
-  Duration management_latency{};       // one connection-management datagram, end to end
-
-  // ---- limits reported in NDK_ADAPTER_INFO ----
-  std::uint64_t max_registration_bytes = 0;
-  std::uint64_t max_window_bytes = 0;
-  std::uint32_t frmr_page_count = 0;
-  std::uint32_t max_initiator_sge = 0;
-  std::uint32_t max_receive_sge = 0;
-  std::uint32_t max_read_sge = 0;
-  std::uint32_t max_transfer_bytes = 0;
-  std::uint32_t max_inline_bytes = 0;
-  std::uint32_t max_inbound_read_limit = 0;   // IRD per QP
-  std::uint32_t max_outbound_read_limit = 0;  // ORD per QP
-  std::uint32_t max_receive_queue_depth = 0;
-  std::uint32_t max_initiator_queue_depth = 0;
-  std::uint32_t max_srq_depth = 0;
-  std::uint32_t max_cq_depth = 0;
-  std::uint32_t large_request_threshold = 0;
-  std::uint32_t max_caller_data = 0;   // private data bytes on connect
-  std::uint32_t max_callee_data = 0;   // private data bytes on accept/reject
-  std::uint32_t max_qps = 0;           // QP table entries in the NIC
-  std::uint32_t max_cqs = 0;
-  std::uint32_t max_mrs = 0;           // protection table entries
-
-  // ---- optional capabilities (NDK_ADAPTER_INFO.AdapterFlags) ----
-  // The completion engine can delay notifications (NdkControlCqInterruptModeration);
-  // without it the call returns STATUS_NOT_SUPPORTED and the adapter flag is clear.
-  bool cq_interrupt_moderation = true;
-  // RDMA read destinations need NDK_MR_FLAG_RDMA_READ_SINK / NDK_OP_FLAG_RDMA_READ_SINK. iWARP
-  // RNICs need it (the sink is an STag advertised to the peer); IB/RoCE do not, and then report
-  // NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED.
-  bool read_sink_required = false;
-  // Honours NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE and reports
-  // NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED; without it the op flag is ignored.
-  bool read_local_invalidate = true;
-  // Each NdkFastRegister gives the MR a new key byte, so the token changes at every registration
-  // and a stale token from an earlier registration can never reach the new one (as RNICs that
-  // rotate keys do). Off by default: the token read after NdkInitializeFastRegisterMr stays the
-  // MR's token across fast-register and invalidate cycles, which consumers cache.
-  bool rotate_fast_register_keys = false;
+/// What the initiator's completion reports when the peer refuses a request's token, rights or range
+/// (the public sources disagree: the user-mode NetworkDirect tests expect ACCESS_VIOLATION, the
+/// NdkRead page names REMOTE_RESOURCES).
+enum class RemoteAccessErrorStatus : std::uint8_t {
+  kAccessViolation,  ///< STATUS_ACCESS_VIOLATION
+  kRemoteResources   ///< STATUS_REMOTE_RESOURCES
 };
 
-// Every problem found in `p`, one message per bad field naming it; empty when valid.
+/// IBTA's Local ACK Timeout: a QP's timeout attribute `exponent` (0..31) means 4.096 us x 2^exponent.
+constexpr Duration LocalAckTimeout(unsigned exponent) { return Nanoseconds(4096) * (std::int64_t{1} << exponent); }
+
+/// A simulated RNIC: every parameter of the hardware model, grouped by the block it belongs to.
+/// The presets are in ndksim::profiles; Validate names every bad field.
+struct HardwareProfile {
+  std::string_view name;                     ///< the profile's name, e.g. "connectx-100g-roce"
+  Transport transport = Transport::kRoCEv2;  ///< the wire protocol
+  /// The status of a completion the peer refused for its token, rights or range.
+  RemoteAccessErrorStatus remote_access_error = RemoteAccessErrorStatus::kAccessViolation;
+  /// The timing model's noise sources (the "noise" section below) are on: latencies have a spread
+  /// and a tail. False: the same work always takes the same time.
+  bool noise = true;
+
+  /// @name identity (NDK_ADAPTER_INFO)
+  ///@{
+  std::uint32_t vendor_id = 0;   ///< PCI vendor id / OUI reported to consumers
+  std::uint32_t device_id = 0;   ///< vendor device id
+  ///@}
+
+  /// @name PCIe link (pcie_link)
+  /// The link is two directions, each a timeline of booked transfers. Numbers are PCIe Gen3
+  /// x16 with 64-bit addressing (Neugebauer et al., SIGCOMM 2018, "pcie-bench").
+  ///@{
+  Duration pcie_mmio_write_latency{};  ///< CPU store to a doorbell register until the NIC sees it
+  Duration pcie_dma_read_latency{};    ///< read request issued until its first completion returns; with
+                                       ///< the TLP serialization a 64 B read takes the pcie-bench 546 ns
+  Duration pcie_dma_write_latency{};   ///< NIC posted write until the data is visible in host memory
+                                       ///< (pcie-bench write-then-read 770 ns minus a 546 ns read)
+  BitRate pcie_bandwidth{};            ///< usable TLP bandwidth of one direction (Gen3 x16: 113.7 Gb/s)
+  std::uint32_t pcie_max_payload_bytes = 256;       ///< MPS: data bytes per write TLP or read completion
+  std::uint32_t pcie_max_read_request_bytes = 512;  ///< MRRS: a DMA read is split into requests this big
+  std::uint32_t pcie_read_tags = 32;   ///< read requests in flight at once; more wait for a free tag
+  /// The host returns a read request's data one 64-B line at a time, this far apart: it reads each
+  /// line from its memory system in turn. So a request's latency grows with its size faster than
+  /// the link's rate, while several requests stream in parallel and the link stays the limit of
+  /// the total. 0: a request's data is ready all at once.
+  Duration pcie_read_line_interval{};
+  /// The NIC's DMA write engine issues one posted write TLP per this interval at most, so a stream
+  /// of small writes (payload placements, CQEs) is bound by its TLP rate before the link's
+  /// bandwidth. 0: only the bandwidth limits writes.
+  Duration pcie_write_tlp_interval{};
+  /// A WQE of at most this many bytes is written with its doorbell (BlueFlame-style MMIO) when the
+  /// doorbell covers exactly that one WQE, and is not fetched again by DMA. 0: doorbells only.
+  std::uint32_t wqe_by_mmio_bytes = 0;
+  ///@}
+
+  /// @name host CPU (host_cpu)
+  ///@{
+
+  /// Each node has this many cores, each a timeline of simulated time. What the driver does for a
+  /// consumer thread costs time on that thread's core (include/ndksim/host_cpu.h), so a thread's
+  /// posting rate is bounded by these costs and several cores add up. All zero: posting is free.
+  std::uint32_t host_cores = 1;
+  Duration host_post{};             ///< one posting call: checks, the WQE's control and address
+                                    ///< segments, the request context (the first 64-B block)
+  Duration host_wqe_block{};        ///< each further 64-B block of a WQE (data segments, inline bytes)
+  Duration host_doorbell_record{};  ///< the release store of the queue's producer index
+  Duration host_mmio_store{};       ///< one 64-B line of write-combining stores to the doorbell page
+                                    ///< (a doorbell is one line; a WQE written through it, one a line)
+  Duration host_mmio_flush{};       ///< the store fence after an MMIO write: the core waits while the
+                                    ///< write-combining buffer drains towards PCIe
+  Duration host_cqe_poll{};         ///< taking one CQE: reading the line the NIC wrote, converting it
+  ///@}
+
+  /// @name noise: the spread and the tail of latencies (pcie_link, host_cpu)
+  /// Seeded sources of variation, each a stream of draws fixed by the fabric's seed, so the same
+  /// seed and the same calls still give the same times. With `noise` off (the switch, at the top of
+  /// the profile), or these fields zero, the same work always takes the same time.
+  ///@{
+
+  /// Standard deviation of each PCIe transaction's latency (a read request's, a posted write's, an
+  /// MMIO write's): the root complex and the memory system do not answer in constant time.
+  Duration pcie_latency_jitter{};
+  /// Each core is taken away now and then (timer ticks, other interrupts, SMIs) for a while: the
+  /// interruptions arrive at random (a Poisson process of this mean interval, in simulated time)
+  /// and last a heavy-tailed time (Pareto of this shape from the minimum, cut at the maximum).
+  /// Work that would start, or is in progress, when one strikes waits until it is over.
+  Duration host_interruption_interval{};
+  Duration host_interruption_min{};       ///< the shortest interruption, where the Pareto tail starts
+  Duration host_interruption_max{};       ///< the longest interruption, where the tail is cut
+  double host_interruption_shape = 1.5;   ///< the Pareto tail's shape
+  ///@}
+
+  /// @name NIC processing (processing units, requester, responder)
+  ///@{
+  ClockDomain nic_clock{1000};         ///< NIC core clock
+  /// Processing units: each QP is served by one unit (QPN modulo the count), so the requests of a
+  /// QP stay in order while several QPs run in parallel (Kalia et al., USENIX ATC 2016).
+  std::uint32_t processing_units = 1;
+  Cycles doorbell_processing{0};       ///< unit cycles per doorbell (context lookup, scheduling)
+  Cycles wqe_processing{0};            ///< unit cycles per send-queue WQE (parse, translate, schedule)
+  Cycles read_response_processing{0};  ///< responder unit cycles per inbound read request (its
+                                       ///< checks and translation: on the read's latency path)
+  /// A QP's inbound reads pass through its read context one at a time: it takes the next read
+  /// this many cycles after it took the last, so one QP serves at most nic_clock / this reads a
+  /// second, while other QPs' reads go on in parallel. Not on a lone read's latency path.
+  Cycles read_context_turnaround{0};
+  Cycles packet_processing{0};         ///< receive pipeline cycles per packet (checks, steering); a
+                                       ///< latency, pipelined, not a server
+  /// The receive pipeline takes in one packet per this many cycles at most: the NIC-wide rate of
+  /// inbound packets. 0: no limit.
+  Cycles receive_packet_interval{0};
+  /// The QP-context cache (context_cache): the contexts of this many QPs are on chip, in sets of
+  /// qp_context_cache_ways chosen by a hash of the QPN; a miss replaces the least recently used
+  /// context of its set. Work for a QP whose context is not there waits for a DMA read of
+  /// qp_context_bytes (its processing unit serves other QPs meanwhile; an arriving packet waits in
+  /// the receive pipeline while other QPs' packets go on). 0 entries: every context is on chip.
+  std::uint32_t qp_context_cache_entries = 0;
+  std::uint32_t qp_context_cache_ways = 1;    ///< the QP-context cache's ways per set
+  std::uint32_t qp_context_bytes = 256;       ///< bytes a QP-context miss reads from host memory
+  /// The translation caches (translation): memory-key entries (MPT, one per key) and page
+  /// translations (MTT, one 64-B line per 8 pages of 4 KiB), in sets of translation_cache_ways. An
+  /// inbound write's placement and an inbound read's set-up wait for a key and pages not on chip
+  /// (one 64-B read each). 0 entries: every entry is on chip.
+  std::uint32_t mpt_cache_entries = 0;
+  std::uint32_t mtt_cache_entries = 0;        ///< MTT lines the translation cache holds on chip
+  std::uint32_t translation_cache_ways = 1;   ///< the translation caches' ways per set
+  /// Bytes one QP may hold in NIC buffers between its payload DMA and the wire; bounds how far the
+  /// requester reads ahead of transmission.
+  std::uint32_t qp_transmit_buffer_bytes = 0;
+  ///@}
+
+  /// @name port and wire (port)
+  ///@{
+  BitRate link_rate{};                 ///< Ethernet/IB signalling rate after encoding
+  Duration port_transmit_latency{};    ///< MAC, PCS and FEC encoder: packet handed to the port until its
+                                       ///< first bit is on the cable
+  Duration port_receive_latency{};     ///< PHY, FEC decoder and MAC: last bit in until the packet is
+                                       ///< handed to the receive pipeline
+  Duration propagation_delay{};        ///< cable, one direction
+  Duration switch_latency{};           ///< cut-through forwarding delay when nodes meet at a switch
+  std::uint32_t mtu_bytes = 4096;      ///< payload bytes per packet (path MTU)
+  /// Header + trailer + framing bytes of every packet on the wire. Transport extension headers
+  /// (RETH 16 B on write-first/only and read requests, AETH 4 B on ACKs and read responses, IETH
+  /// 4 B on send-with-invalidate) are added per packet for RoCEv2 and InfiniBand.
+  std::uint32_t packet_overhead_bytes = 0;
+  Duration ack_turnaround{};           ///< responder: data placed until its ACK is handed to the port
+  ///@}
+
+  /// @name reliable transport
+  ///@{
+  Duration ack_timeout{};              ///< requester retransmission timeout
+  std::uint32_t retry_count = 7;       ///< retransmissions before IO_TIMEOUT
+  Duration rnr_delay{};                ///< wait before resending after a receiver-not-ready NAK
+  std::uint32_t rnr_retry_count = 7;   ///< RNR retries before IO_TIMEOUT
+  Duration management_latency{};       ///< one connection-management datagram, end to end
+  ///@}
+
+  /// @name limits reported in NDK_ADAPTER_INFO
+  ///@{
+  std::uint64_t max_registration_bytes = 0;     ///< MaxRegistrationSize
+  std::uint64_t max_window_bytes = 0;           ///< MaxWindowSize
+  std::uint32_t frmr_page_count = 0;            ///< FRMRPageCount
+  std::uint32_t max_initiator_sge = 0;          ///< MaxInitiatorRequestSge
+  std::uint32_t max_receive_sge = 0;            ///< MaxReceiveRequestSge
+  std::uint32_t max_read_sge = 0;               ///< MaxReadRequestSge
+  std::uint32_t max_transfer_bytes = 0;         ///< MaxTransferLength
+  std::uint32_t max_inline_bytes = 0;           ///< MaxInlineDataSize
+  std::uint32_t max_inbound_read_limit = 0;     ///< IRD per QP
+  std::uint32_t max_outbound_read_limit = 0;    ///< ORD per QP
+  std::uint32_t max_receive_queue_depth = 0;    ///< MaxReceiveQueueDepth
+  std::uint32_t max_initiator_queue_depth = 0;  ///< MaxInitiatorQueueDepth
+  std::uint32_t max_srq_depth = 0;              ///< MaxSrqDepth
+  std::uint32_t max_cq_depth = 0;               ///< MaxCqDepth
+  std::uint32_t large_request_threshold = 0;    ///< LargeRequestThreshold
+  std::uint32_t max_caller_data = 0;            ///< private data bytes on connect
+  std::uint32_t max_callee_data = 0;            ///< private data bytes on accept/reject
+  std::uint32_t max_qps = 0;                    ///< QP table entries in the NIC
+  std::uint32_t max_cqs = 0;                    ///< CQ table entries in the NIC (SRQs get as many)
+  std::uint32_t max_mrs = 0;                    ///< protection table entries
+  ///@}
+
+  /// @name optional capabilities (NDK_ADAPTER_INFO.AdapterFlags)
+  ///@{
+
+  /// The completion engine can delay notifications (NdkControlCqInterruptModeration);
+  /// without it the call returns STATUS_NOT_SUPPORTED and the adapter flag is clear.
+  bool cq_interrupt_moderation = true;
+  /// RDMA read destinations need NDK_MR_FLAG_RDMA_READ_SINK / NDK_OP_FLAG_RDMA_READ_SINK. iWARP
+  /// RNICs need it (the sink is an STag advertised to the peer); IB/RoCE do not, and then report
+  /// NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED.
+  bool read_sink_required = false;
+  /// Honours NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE and reports
+  /// NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED; without it the op flag is ignored.
+  bool read_local_invalidate = true;
+  /// Each NdkFastRegister gives the MR a new key byte, so the token changes at every registration
+  /// and a stale token from an earlier registration can never reach the new one (as RNICs that
+  /// rotate keys do). Off by default: the token read after NdkInitializeFastRegisterMr stays the
+  /// MR's token across fast-register and invalidate cycles, which consumers cache.
+  bool rotate_fast_register_keys = false;
+  ///@}
+};
+
+/// Every problem found in `p`, one message per bad field naming it; empty when valid.
 std::vector<std::string> Validate(const HardwareProfile& p);
 
-// Thrown by constructors given a bad configuration (error kind 2 in docs/architecture.md).
+/// Thrown by constructors given a bad configuration (error kind 2 in docs/architecture.md).
 class ConfigurationError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
 };
 
-// Validates and throws ConfigurationError listing every bad field.
+/// Validates and throws ConfigurationError listing every bad field.
 void ValidateOrThrow(const HardwareProfile& p);
 
-// The presets. Each number says where it comes from; docs/model.md says which were fitted.
+/// The presets. Each number says where it comes from; docs/model.md says which were fitted.
 namespace profiles {
 
 namespace detail {
-// Limits shared by the presets: what a current 100 GbE RNIC reports through NDK_ADAPTER_INFO.
+/// Limits shared by the presets: what a current 100 GbE RNIC reports through NDK_ADAPTER_INFO.
 constexpr HardwareProfile WithRnicLimits(HardwareProfile p) {
   p.max_registration_bytes = std::uint64_t{1} << 40;
   p.max_window_bytes = std::uint64_t{1} << 40;
@@ -332,9 +365,9 @@ constexpr HardwareProfile MakeIWarp() {
   return p;
 }
 
-// The same NIC generation on EDR InfiniBand (ConnectX-4 class, PCIe Gen3 x16), for the figures
-// measured on one (Potter's ib_send_lat latencies). It differs from the RoCE preset in its link
-// layer: IB's headers instead of Ethernet/IP/UDP, and a port without 100 GbE's RS-FEC.
+/// The same NIC generation on EDR InfiniBand (ConnectX-4 class, PCIe Gen3 x16), for the figures
+/// measured on one (Potter's ib_send_lat latencies). It differs from the RoCE preset in its link
+/// layer: IB's headers instead of Ethernet/IP/UDP, and a port without 100 GbE's RS-FEC.
 constexpr HardwareProfile MakeConnectXEdrIb() {
   HardwareProfile p = MakeConnectX();
   p.name = "connectx-edr-ib";
@@ -349,9 +382,9 @@ constexpr HardwareProfile MakeConnectXEdrIb() {
   return p;
 }
 
-// A Connect-IB-class NIC: FDR InfiniBand, PCIe Gen3 x16, on the servers of Kalia et al. (USENIX
-// ATC 2016), whose measurements it reproduces. It shares every mechanism of the other presets
-// and differs from the EDR one in the sizes and rates named here.
+/// A Connect-IB-class NIC: FDR InfiniBand, PCIe Gen3 x16, on the servers of Kalia et al. (USENIX
+/// ATC 2016), whose measurements it reproduces. It shares every mechanism of the other presets
+/// and differs from the EDR one in the sizes and rates named here.
 constexpr HardwareProfile MakeConnectIb() {
   HardwareProfile p = MakeConnectXEdrIb();
   p.name = "connect-ib-fdr";
@@ -412,20 +445,20 @@ constexpr HardwareProfile MakeFunctional() {
 }
 }  // namespace detail
 
-// A ConnectX-class 100 GbE RoCEv2 RNIC on PCIe Gen3 x16 (the default).
+/// A ConnectX-class 100 GbE RoCEv2 RNIC on PCIe Gen3 x16 (the default).
 inline constexpr HardwareProfile kConnectX100GbeRoce = detail::MakeConnectX();
-// An iWARP personality of the same NIC: read sinks need the READ_SINK right and
-// reads cannot invalidate locally.
+/// An iWARP personality of the same NIC: read sinks need the READ_SINK right and
+/// reads cannot invalidate locally.
 inline constexpr HardwareProfile kIWarp = detail::MakeIWarp();
-// The ConnectX generation on EDR InfiniBand, for the published figures measured on one (Potter).
+/// The ConnectX generation on EDR InfiniBand, for the published figures measured on one (Potter).
 inline constexpr HardwareProfile kConnectXEdrIb = detail::MakeConnectXEdrIb();
-// A Connect-IB-class FDR InfiniBand NIC, for the published figures measured on one (Kalia et al.).
+/// A Connect-IB-class FDR InfiniBand NIC, for the published figures measured on one (Kalia et al.).
 inline constexpr HardwareProfile kConnectIbFdr = detail::MakeConnectIb();
-// Zero-delay functional model: every block completes at once; for fast unit tests.
+/// Zero-delay functional model: every block completes at once; for fast unit tests.
 inline constexpr HardwareProfile kFunctional = detail::MakeFunctional();
 
-// `p` without its noise sources: the same work always takes the same time (a test that asserts
-// exact simulated times of a timed preset uses this).
+/// `p` without its noise sources: the same work always takes the same time (a test that asserts
+/// exact simulated times of a timed preset uses this).
 constexpr HardwareProfile WithoutNoise(HardwareProfile p) {
   p.noise = false;
   return p;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Run-time tracing, switched on per hardware block and formatted with fmt. A trace line carries the
-// simulated time, the node and the block, so two runs can be compared line by line.
+/// @file
+/// Run-time tracing, switched on per hardware block and formatted with fmt. A trace line carries the
+/// simulated time, the node and the block, so two runs can be compared line by line.
 #pragma once
 
 #include <algorithm>
@@ -37,11 +38,16 @@ namespace ndksim {
   X(Faults)                    \
   X(Provider)
 
+/// A hardware block whose trace lines a Tracer switches on and off, one per entry of
+/// NDKSIM_TRACE_BLOCKS: kPcie, kDoorbell, kWqeFetch, kTranslation, kRequester, kResponder,
+/// kCompleter, kCompletionEngine, kPort, kFaults, kProvider.
 enum class TraceBlock : std::uint8_t {
 #define NDKSIM_X(name) k##name,
   NDKSIM_TRACE_BLOCKS(NDKSIM_X)
 #undef NDKSIM_X
 };
+/// The name each TraceBlock's lines show, by the block's value: "Pcie", "Doorbell", ...
+/// @hideinitializer
 inline constexpr std::array<std::string_view, 11> kTraceBlockNames = {
 #define NDKSIM_X(name) #name,
     NDKSIM_TRACE_BLOCKS(NDKSIM_X)
@@ -49,15 +55,16 @@ inline constexpr std::array<std::string_view, 11> kTraceBlockNames = {
 };
 static_assert(kTraceBlockNames.size() == static_cast<std::size_t>(TraceBlock::kProvider) + 1);
 
-// The stages of one work request's life, in order. Posted is recorded by the provider, the rest by
-// the hardware blocks that reach them.
-//   kPosted: the posting call wrote the WQE and published it.
-//   kDoorbell: a doorbell covering the WQE reached the NIC.
-//   kFetched: the WQE's DMA read from the host ring completed.
-//   kFirstByteOnWire: the port started sending the request's first packet.
-//   kLastBytePlaced: the last payload byte landed in the target's memory (the peer's for sends
-//     and writes, the initiator's for reads).
-//   kCqeWritten: the initiator's CQE landed in host memory.
+/// @enum RequestStage
+/// The stages of one work request's life, in order. Posted is recorded by the provider, the rest by
+/// the hardware blocks that reach them.
+///   - kPosted: the posting call wrote the WQE and published it.
+///   - kDoorbell: a doorbell covering the WQE reached the NIC.
+///   - kFetched: the WQE's DMA read from the host ring completed.
+///   - kFirstByteOnWire: the port started sending the request's first packet.
+///   - kLastBytePlaced: the last payload byte landed in the target's memory (the peer's for sends
+///     and writes, the initiator's for reads).
+///   - kCqeWritten: the initiator's CQE landed in host memory.
 #define NDKSIM_REQUEST_STAGES(X)                \
   X(kPosted, "posted")                          \
   X(kDoorbell, "doorbell")                      \
@@ -70,6 +77,9 @@ enum class RequestStage : std::uint8_t {
   NDKSIM_REQUEST_STAGES(NDKSIM_X)
 #undef NDKSIM_X
 };
+/// The name of each RequestStage, by the stage's value: "posted", "doorbell", ..., as the Chrome
+/// trace export shows them.
+/// @hideinitializer
 inline constexpr std::array<std::string_view, 6> kRequestStageNames = {
 #define NDKSIM_X(stage, name) name,
     NDKSIM_REQUEST_STAGES(NDKSIM_X)
@@ -77,27 +87,30 @@ inline constexpr std::array<std::string_view, 6> kRequestStageNames = {
 };
 static_assert(kRequestStageNames.size() == static_cast<std::size_t>(RequestStage::kCqeWritten) + 1);
 
+/// One send-queue work request in the RequestLog: which it is, and when it reached each stage.
 struct RequestRecord {
-  std::uint32_t node = 0;
-  std::uint32_t qpn = 0;
-  std::uint32_t wqe = 0;          // the WQE's number on its send queue
-  std::string_view operation;     // "Send", "Write", ...
-  std::uint64_t bytes = 0;
-  std::array<TimePoint, 6> at{};  // when each stage was reached
-  std::uint8_t seen = 0;          // bit per stage that was reached
+  std::uint32_t node = 0;         ///< the node's index (Fabric::AddNode order)
+  std::uint32_t qpn = 0;          ///< the QP's number on that node
+  std::uint32_t wqe = 0;          ///< the WQE's number on its send queue
+  std::string_view operation;     ///< "Send", "Write", ...
+  std::uint64_t bytes = 0;        ///< the request's payload bytes
+  std::array<TimePoint, 6> at{};  ///< when each stage was reached
+  std::uint8_t seen = 0;          ///< bit per stage that was reached
 
+  /// Whether the request reached `s`.
   bool Reached(RequestStage s) const { return (seen >> static_cast<unsigned>(s)) & 1u; }
+  /// When the request reached `s` (if it did: Reached).
   TimePoint At(RequestStage s) const { return at[static_cast<std::size_t>(s)]; }
 };
 
-// The life of every send-queue work request, when enabled: stage times per (node, QP, WQE), and an
-// export as Chrome trace JSON that Perfetto (ui.perfetto.dev) and chrome://tracing open.
+/// The life of every send-queue work request, when enabled: stage times per (node, QP, WQE), and an
+/// export as Chrome trace JSON that Perfetto (ui.perfetto.dev) and chrome://tracing open.
 class RequestLog {
  public:
-  void Enable(bool on = true) { enabled_ = on; }
-  bool Enabled() const { return enabled_; }
-  // Records the first time a request reaches `stage`; later marks of the stage (retransmission)
-  // keep the first.
+  void Enable(bool on = true) { enabled_ = on; }  ///< switches the log on (or off)
+  bool Enabled() const { return enabled_; }       ///< whether the log is on
+  /// Records the first time a request reaches `stage`; later marks of the stage (retransmission)
+  /// keep the first.
   void Mark(std::uint32_t node, std::uint32_t qpn, std::uint32_t wqe, RequestStage stage, TimePoint t) {
     RequestRecord& r = Get(node, qpn, wqe);
     const auto bit = static_cast<std::uint8_t>(1u << static_cast<unsigned>(stage));
@@ -105,24 +118,30 @@ class RequestLog {
     r.seen |= bit;
     r.at[static_cast<std::size_t>(stage)] = t;
   }
+  /// Records a request's operation ("Send", "Write", ...) and payload bytes.
   void Describe(std::uint32_t node, std::uint32_t qpn, std::uint32_t wqe, std::string_view operation,
                 std::uint64_t bytes) {
     RequestRecord& r = Get(node, qpn, wqe);
     r.operation = operation;
     r.bytes = bytes;
   }
+  /// The record of a request, or nullptr if the log has none.
   const RequestRecord* Find(std::uint32_t node, std::uint32_t qpn, std::uint32_t wqe) const {
     const auto it = index_.find(Key(node, qpn, wqe));
     return it == index_.end() ? nullptr : &records_[it->second];
   }
+  /// Every record, in the order the log first heard of each request.
   const std::vector<RequestRecord>& Records() const { return records_; }
-  // Forgets the records; node names stay.
+  /// Forgets the records; node names stay.
   void Clear() {
     records_.clear();
     index_.clear();
   }
 
-  // The name the trace export gives a node's process; "node<N>" until one is set.
+  /// @name Node names
+
+  /// The name the trace export gives a node's process; "node<N>" until one is set.
+  ///@{
   void SetNodeName(std::uint32_t node, std::string name) {
     if (node >= node_names_.size()) node_names_.resize(std::size_t{node} + 1);
     node_names_[node] = std::move(name);
@@ -131,27 +150,28 @@ class RequestLog {
     if (node < node_names_.size() && !node_names_[node].empty()) return node_names_[node];
     return "node" + std::to_string(node);
   }
+  ///@}
 
-  // Chrome trace JSON, laid out for Perfetto:
-  //  - one process per node (pid = node + 1, as pid 0 is the idle process to Perfetto), named
-  //    after the node;
-  //  - under it, the tracks (threads) of each QP, named "QP 0x000001 slot 3". Requests of a QP
-  //    overlap in time, and Perfetto drops a slice that starts inside another one of its track and
-  //    ends after it, so each request goes on the lowest-numbered slot track of its QP that is free
-  //    when it is posted (greedy interval assignment: a QP gets as many slots as it ever has
-  //    requests in flight). Tids are unique across the whole trace (Perfetto names threads by tid
-  //    alone) and never equal a pid;
-  //  - each request is a slice named after its operation, with one child slice per stage-to-stage
-  //    interval ("posted..doorbell", ...), so the phases nest inside their request.
-  // Slices are begin/end ("B"/"E") pairs rather than complete ("X") events, and thread tracks rather
-  // than async events, because times are exact picoseconds written as microseconds with six
-  // decimals, and Perfetto rounds every number it reads to whole nanoseconds: an X event's end
-  // (rounded ts + rounded dur) can land a nanosecond past its parent's end or its sibling's start,
-  // and Perfetto would drop it. A B/E pair writes each instant once; rounding instants keeps their
-  // order, so nesting survives it. Instants that round together keep the file's order, which is the
-  // nesting order on every track. Thread tracks, unlike async tracks, carry the QP/slot names.
-  // A request's stage times are taken in stage order; a stage reached before the one ahead of it
-  // (never the case in the model) is drawn at that earlier stage's time, so slices never go back.
+  /// Chrome trace JSON, laid out for Perfetto:
+  ///  - one process per node (pid = node + 1, as pid 0 is the idle process to Perfetto), named
+  ///    after the node;
+  ///  - under it, the tracks (threads) of each QP, named "QP 0x000001 slot 3". Requests of a QP
+  ///    overlap in time, and Perfetto drops a slice that starts inside another one of its track and
+  ///    ends after it, so each request goes on the lowest-numbered slot track of its QP that is free
+  ///    when it is posted (greedy interval assignment: a QP gets as many slots as it ever has
+  ///    requests in flight). Tids are unique across the whole trace (Perfetto names threads by tid
+  ///    alone) and never equal a pid;
+  ///  - each request is a slice named after its operation, with one child slice per stage-to-stage
+  ///    interval ("posted..doorbell", ...), so the phases nest inside their request.
+  /// Slices are begin/end ("B"/"E") pairs rather than complete ("X") events, and thread tracks rather
+  /// than async events, because times are exact picoseconds written as microseconds with six
+  /// decimals, and Perfetto rounds every number it reads to whole nanoseconds: an X event's end
+  /// (rounded ts + rounded dur) can land a nanosecond past its parent's end or its sibling's start,
+  /// and Perfetto would drop it. A B/E pair writes each instant once; rounding instants keeps their
+  /// order, so nesting survives it. Instants that round together keep the file's order, which is the
+  /// nesting order on every track. Thread tracks, unlike async tracks, carry the QP/slot names.
+  /// A request's stage times are taken in stage order; a stage reached before the one ahead of it
+  /// (never the case in the model) is drawn at that earlier stage's time, so slices never go back.
   void WriteChromeTrace(std::ostream& out) const;
 
  private:
@@ -178,14 +198,14 @@ class RequestLog {
 
 namespace trace_detail {
 
-// Picoseconds as an exact decimal number of microseconds: 1234567 ps -> "1.234567".
+/// Picoseconds as an exact decimal number of microseconds: 1234567 ps -> "1.234567".
 inline std::string MicrosecondsText(std::int64_t ps) {
   const bool negative = ps < 0;
   const std::uint64_t magnitude = negative ? 0 - static_cast<std::uint64_t>(ps) : static_cast<std::uint64_t>(ps);
   return fmt::format("{}{}.{:06}", negative ? "-" : "", magnitude / 1'000'000, magnitude % 1'000'000);
 }
 
-// A JSON string literal, quotes included.
+/// A JSON string literal, quotes included.
 inline std::string JsonString(std::string_view s) {
   std::string q = "\"";
   for (const char c : s) {
@@ -217,7 +237,7 @@ inline std::string JsonString(std::string_view s) {
   return q;
 }
 
-// Writes comma-separated JSON events to a stream through a buffer.
+/// Writes comma-separated JSON events to a stream through a buffer.
 class EventWriter {
  public:
   explicit EventWriter(std::ostream& out) : out_(out) {}
@@ -368,26 +388,39 @@ inline void RequestLog::WriteChromeTrace(std::ostream& out) const {
   events.Flush();
 }
 
+/// A fabric's tracing (Fabric::Trace): lines per hardware block, formatted only for the blocks
+/// switched on, and the per-request log.
 class Tracer {
  public:
-  // The per-request stage log (off by default; enabling it costs a hash lookup per stage).
+  /// @name Request log
+
+  /// The per-request stage log (off by default; enabling it costs a hash lookup per stage).
+  ///@{
   RequestLog& Requests() { return requests_; }
   const RequestLog& Requests() const { return requests_; }
+  ///@}
 
+  /// Switches block `b`'s lines on (or off).
   void Enable(TraceBlock b, bool on = true) {
     const std::uint32_t bit = 1u << static_cast<unsigned>(b);
     mask_ = on ? (mask_ | bit) : (mask_ & ~bit);
   }
+  /// Switches every block's lines on.
   void EnableAll() { mask_ = ~0u; }
+  /// Switches every block's lines off.
   void DisableAll() { mask_ = 0; }
+  /// Whether block `b`'s lines are on.
   bool Enabled(TraceBlock b) const { return (mask_ >> static_cast<unsigned>(b)) & 1u; }
+  /// Whether any block's lines are on.
   bool AnyEnabled() const { return mask_ != 0; }
 
-  // Lines go to the sink when one is set, otherwise they are kept in memory.
+  /// Lines go to the sink when one is set, otherwise they are kept in memory.
   void SetSink(std::function<void(std::string_view)> sink) { sink_ = std::move(sink); }
-  const std::vector<std::string>& Lines() const { return lines_; }
-  void Clear() { lines_.clear(); }
+  const std::vector<std::string>& Lines() const { return lines_; }  ///< the lines kept in memory
+  void Clear() { lines_.clear(); }                                  ///< forgets the lines kept in memory
 
+  /// Writes a line: the simulated time, the node, the block's name, then `f` formatted with `args`
+  /// (NDKSIM_TRACE calls it only for a block that is on).
   template <typename... Args>
   void Log(TimePoint t, std::uint32_t node, TraceBlock b, fmt::format_string<Args...> f, Args&&... args) {
     std::string line = fmt::format("{:>14} n{} {:<16} ", t, node, kTraceBlockNames[static_cast<std::size_t>(b)]);
@@ -406,7 +439,7 @@ class Tracer {
   std::vector<std::string> lines_;
 };
 
-// Formats only when the block is enabled: tracing costs one test when off.
+/// Formats only when the block is enabled: tracing costs one test when off.
 #define NDKSIM_TRACE(tracer, time, node, block, ...)                     \
   do {                                                                   \
     if ((tracer).Enabled(::ndksim::TraceBlock::k##block)) {                 \

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// Perftest-style workloads on a connected pair: one message in flight (latency) and a stream with a
-// window of messages in flight (post lists, selective signaling, several QPs). ndksim-perf, the
-// calibration tests and the benchmarks measure through this one implementation; a test of your own
-// can use it the same way.
+/// @file
+/// Perftest-style workloads on a connected pair: one message in flight (latency) and a stream with a
+/// window of messages in flight (post lists, selective signaling, several QPs). ndksim-perf, the
+/// calibration tests and the benchmarks measure through this one implementation; a test of your own
+/// can use it the same way.
 #pragma once
 
 #include <algorithm>
@@ -20,35 +21,48 @@
 
 namespace ndksim {
 
-enum class Operation : std::uint8_t { kWrite, kRead, kSend };
+/// The operation a workload (or a swarm) measures.
+enum class Operation : std::uint8_t {
+  kWrite,  ///< RDMA write (NdkWrite)
+  kRead,   ///< RDMA read (NdkRead)
+  kSend    ///< send (NdkSend), into a receive the peer posted
+};
 
+/// What a Workload runs: the fabric, the operation and its size, and how a stream posts.
 struct WorkloadConfig {
-  FabricConfig fabric;             // profile and seed
-  Operation op = Operation::kWrite;
-  ULONG bytes = 8;                 // message size
-  int qps = 1;                     // connections, used round robin when streaming
-  std::size_t window = 128;        // requests in flight per QP when streaming
-  std::size_t post_list = 1;       // requests per doorbell (NDK_OP_FLAG_DEFER on all but the last)
-  std::size_t signal_every = 16;   // one signaled request in N when streaming
-  // Cores of node a that post when streaming (include/ndksim/host_cpu.h): QP q posts from core
-  // q mod cores, and completions are polled on core 0. Each phase runs on core 0 otherwise.
+  FabricConfig fabric;             ///< profile and seed
+  Operation op = Operation::kWrite;  ///< the operation measured
+  ULONG bytes = 8;                 ///< message size
+  int qps = 1;                     ///< connections, used round robin when streaming
+  std::size_t window = 128;        ///< requests in flight per QP when streaming
+  std::size_t post_list = 1;       ///< requests per doorbell (NDK_OP_FLAG_DEFER on all but the last)
+  std::size_t signal_every = 16;   ///< one signaled request in N when streaming
+  /// Cores of node a that post when streaming (include/ndksim/host_cpu.h): QP q posts from core
+  /// q mod cores, and completions are polled on core 0. Each phase runs on core 0 otherwise.
   int cores = 1;
-  // Messages up to this many bytes are posted inline (capped by the profile's maximum); -1 means
-  // perftest's defaults: in the latency phase up to 220 B for writes and 236 B for sends, nothing
-  // inline when streaming.
+  /// Messages up to this many bytes are posted inline (capped by the profile's maximum); -1 means
+  /// perftest's defaults: in the latency phase up to 220 B for writes and 236 B for sends, nothing
+  /// inline when streaming.
   long long inline_size = -1;
-  // Wait for completions as perftest's -e does: arm the CQ (NdkArmCq) and take its notification,
-  // the interrupt path, rather than polling; the latency of send and read, and streams.
+  /// Wait for completions as perftest's -e does: arm the CQ (NdkArmCq) and take its notification,
+  /// the interrupt path, rather than polling; the latency of send and read, and streams.
   bool events = false;
 };
 
+/// A perftest-style workload on a connected QpPair: Latency keeps one message in flight, Stream a
+/// window of them.
 class Workload {
  public:
-  // Receives each side keeps posted ahead for send latency (ib_send_lat's receive depth).
+  /// Receives each side keeps posted ahead for send latency (ib_send_lat's receive depth).
   static constexpr std::size_t kReceiveDepth = 16;
-  // perftest's inline defaults of its latency tests (ib_write_lat, ib_send_lat over RC).
+  /// @name Latency inline defaults
+
+  /// perftest's inline defaults of its latency tests (ib_write_lat, ib_send_lat over RC).
+  ///@{
   static constexpr long long kLatencyInlineWrite = 220;
   static constexpr long long kLatencyInlineSend = 236;
+  ///@}
+  /// The inline default of `op`'s latency test: 0 for a read, whose request carries no payload.
   static constexpr long long LatencyInlineDefault(Operation op) {
     switch (op) {
       case Operation::kWrite: return kLatencyInlineWrite;
@@ -57,10 +71,10 @@ class Workload {
     }
     return 0;
   }
-  // How long a phase waits for a completion before it gives up (simulated time).
+  /// How long a phase waits for a completion before it gives up (simulated time).
   static constexpr Duration kCompletionLimit = Milliseconds(1000);
 
-  // Throws HarnessError if the pair cannot be set up, std::invalid_argument for a bad config.
+  /// Throws HarnessError if the pair cannot be set up, std::invalid_argument for a bad config.
   explicit Workload(const WorkloadConfig& c) : c_(c) {
     Validate(c);
     QpPairConfig p;
@@ -90,9 +104,9 @@ class Workload {
     a_rx_ = pair_->a().Register(bytes, sink_flags);
   }
 
-  // Refuses a configuration this workload cannot run, naming the conflict (std::invalid_argument).
-  // Everything it accepts runs: any number of messages with any QP count, post list, window and
-  // signal ratio within these limits.
+  /// Refuses a configuration this workload cannot run, naming the conflict (std::invalid_argument).
+  /// Everything it accepts runs: any number of messages with any QP count, post list, window and
+  /// signal ratio within these limits.
   static void Validate(const WorkloadConfig& c) {
     const HardwareProfile& p = c.fabric.profile;
     auto refuse = [](const std::string& why) { throw std::invalid_argument("workload: " + why); };
@@ -126,9 +140,12 @@ class Workload {
     }
   }
 
-  // The queue depths a window needs: the initiator queue holds the window (and one more); each
-  // receive queue keeps a window of receives (at least 16) on top of the latency phase's depth; a
-  // CQ serves both queues of every QP of its side, twice over.
+  /// @name Queue depths
+
+  /// The queue depths a window needs: the initiator queue holds the window (and one more); each
+  /// receive queue keeps a window of receives (at least 16) on top of the latency phase's depth; a
+  /// CQ serves both queues of every QP of its side, twice over.
+  ///@{
   static std::uint64_t InitiatorDepth(std::size_t window) { return window + 1; }
   static std::uint64_t ReceiveDepth(std::size_t window) {
     return std::max<std::uint64_t>(window, 16) + kReceiveDepth + 1;
@@ -136,7 +153,12 @@ class Workload {
   static std::uint64_t CqDepth(std::size_t window, std::uint64_t qps) {
     return 2 * (InitiatorDepth(window) + ReceiveDepth(window)) * qps;
   }
-  // The largest window and QP count a profile allows this workload.
+  ///@}
+
+  /// @name Limits
+
+  /// The largest window and QP count a profile allows this workload.
+  ///@{
   static std::size_t MaxWindow(const HardwareProfile& p) {
     const std::uint64_t by_initiator = p.max_initiator_queue_depth - 1;
     const std::uint64_t by_receive = p.max_receive_queue_depth > kReceiveDepth + 1
@@ -147,19 +169,20 @@ class Workload {
   static std::uint64_t MaxQps(const HardwareProfile& p, std::size_t window) {
     return std::min<std::uint64_t>(p.max_qps, p.max_cq_depth / CqDepth(window, 1));
   }
+  ///@}
 
-  Fabric& fabric() { return pair_->fabric(); }
-  QpPair& pair() { return *pair_; }
-  // The initiating side's QPs (node "a"), in the order streams use them.
+  Fabric& fabric() { return pair_->fabric(); }  ///< the pair's fabric
+  QpPair& pair() { return *pair_; }             ///< the connected pair the workload runs on
+  /// The initiating side's QPs (node "a"), in the order streams use them.
   const std::vector<NDK_QP*>& Initiators() const { return qa_; }
-  // Their peers on node "b", in the same order.
+  /// Their peers on node "b", in the same order.
   const std::vector<NDK_QP*>& Responders() const { return qb_; }
 
-  // One message in flight, `iterations` times; one-way latency samples in simulated nanoseconds.
-  // Send and write ping-pong (half the round trip, as perftest reports); read is post to
-  // completion. Writes need at least one byte (the peer polls the last byte); each side runs
-  // ib_write_lat's loop: wait for the peer's write to land, post a signaled write, spin on the
-  // send CQ until it completes.
+  /// One message in flight, `iterations` times; one-way latency samples in simulated nanoseconds.
+  /// Send and write ping-pong (half the round trip, as perftest reports); read is post to
+  /// completion. Writes need at least one byte (the peer polls the last byte); each side runs
+  /// ib_write_lat's loop: wait for the peer's write to land, post a signaled write, spin on the
+  /// send CQ until it completes.
   std::vector<double> Latency(int iterations) {
     streaming_ = false;
     if (c_.op == Operation::kWrite && c_.bytes == 0) throw std::invalid_argument("workload: write latency needs 1 byte");
@@ -182,11 +205,11 @@ class Workload {
     return samples;
   }
 
-  // `messages` requests with up to `window` in flight on every QP; returns the simulated time from
-  // the first post to the last completion. The messages are shared out evenly among the QPs (the
-  // first `messages % qps` QPs take one more), each QP posts whole post lists in turn, and the last
-  // request of every QP is signaled, so every QP's tail completes. `progress(done, total)`, if set,
-  // is called after each batch of completions.
+  /// `messages` requests with up to `window` in flight on every QP; returns the simulated time from
+  /// the first post to the last completion. The messages are shared out evenly among the QPs (the
+  /// first `messages % qps` QPs take one more), each QP posts whole post lists in turn, and the last
+  /// request of every QP is signaled, so every QP's tail completes. `progress(done, total)`, if set,
+  /// is called after each batch of completions.
   Duration Stream(std::size_t messages, const std::function<void(std::size_t, std::size_t)>& progress = {}) {
     streaming_ = true;
     const ScopedCore poller(0);
@@ -293,13 +316,17 @@ class Workload {
     return elapsed;
   }
 
-  // Message rate and payload bandwidth of `messages` requests of this workload's size in `elapsed`.
+  /// @name Rates
+
+  /// Message rate and payload bandwidth of `messages` requests of this workload's size in `elapsed`.
+  ///@{
   static double Mpps(std::size_t messages, Duration elapsed) {
     return static_cast<double>(messages) / ToNanoseconds(elapsed) * 1e3;
   }
   double Gbps(std::size_t messages, Duration elapsed) const {
     return static_cast<double>(messages) * c_.bytes * 8 / ToNanoseconds(elapsed);
   }
+  ///@}
 
  private:
   ULONG InlineFlag() const {
@@ -326,7 +353,7 @@ class Workload {
     Check("NdkReceive", qb_[q]->Dispatch->NdkReceive(qb_[q], Tag(q, 1), &remote_rx, nsge));
   }
 
-  // Re-posts a receive for each receive completion on b; returns how many there were.
+  /// Re-posts a receive for each receive completion on b; returns how many there were.
   std::size_t ReplenishReceives(const NDK_SGE& remote_rx, ULONG nsge) {
     NDK_RESULT rx[64];
     ULONG n;
@@ -350,7 +377,7 @@ class Workload {
     return ToNanoseconds(fabric().Now() - t0);
   }
 
-  // perftest style: a -> b, b -> a; half the round trip is the one-way latency.
+  /// perftest style: a -> b, b -> a; half the round trip is the one-way latency.
   double PingPongOnce() {
     const TimePoint t0 = fabric().Now();
     const ULONG nsge = c_.bytes ? 1u : 0u;
@@ -370,12 +397,12 @@ class Workload {
     return one_way;
   }
 
-  // ib_write_lat's loop, both sides at once in simulated time. A side waits until the peer's
-  // write has landed (the last byte of its buffer shows the peer's next number), posts its own
-  // write (signaled, its number in the last byte) and spins on its send CQ until that write has
-  // completed; "a" starts by posting, "b" by waiting. A sample is half the time from one of "a"'s
-  // posts to its next, as perftest reports it, so a completion that comes back after the peer's
-  // answer holds the next post back.
+  /// ib_write_lat's loop, both sides at once in simulated time. A side waits until the peer's
+  /// write has landed (the last byte of its buffer shows the peer's next number), posts its own
+  /// write (signaled, its number in the last byte) and spins on its send CQ until that write has
+  /// completed; "a" starts by posting, "b" by waiting. A sample is half the time from one of "a"'s
+  /// posts to its next, as perftest reports it, so a completion that comes back after the peer's
+  /// answer holds the next post back.
   std::vector<double> WritePingPong(int iterations) {
     enum class Phase : std::uint8_t { kWaitData, kWaitCompletion, kDone };
     struct Side {
@@ -462,9 +489,9 @@ class Workload {
     Check("workload request", r[0].Status);
   }
 
-  // perftest's event loop: take what is there; if nothing, arm the CQ, take what came meanwhile,
-  // and otherwise wait for the notification. `poll()` returns how many results it took; so does
-  // this, or it throws after 1 s of simulated time without any.
+  /// perftest's event loop: take what is there; if nothing, arm the CQ, take what came meanwhile,
+  /// and otherwise wait for the notification. `poll()` returns how many results it took; so does
+  /// this, or it throws after 1 s of simulated time without any.
   template <typename Poll>
   ULONG AwaitWithEvent(QpEnd& end, NDK_CQ* cq, Poll poll) {
     for (;;) {
@@ -491,7 +518,7 @@ class Workload {
   long long max_inline_ = 0;
   bool streaming_ = false;
   bool receives_posted_ = false;
-  int write_rounds_ = 0;  // writes each side has made in earlier write latency runs
+  int write_rounds_ = 0;  ///< writes each side has made in earlier write latency runs
   bool stream_receives_posted_ = false;
   std::unique_ptr<QpPair> pair_;
   std::vector<NDK_QP*> qa_;
