@@ -32,6 +32,15 @@ for doc in README.md LICENSE CHANGELOG.md docs/conformance.md; do
   [ -f "$work/prefix/share/doc/ndksim/$doc" ] || { echo "share/doc/ndksim/$doc is not installed" >&2; exit 1; }
 done
 echo "installed documentation: ok"
+# The man pages: ndksim-perf(1), its perftest-named links (ndksim_write_bw.1, ...) and ndksim(7).
+for page in man1/ndksim-perf.1 man1/ndksim_write_bw.1 man1/ndksim_send_lat.1 man7/ndksim.7; do
+  [ -f "$work/prefix/share/man/$page" ] || { echo "share/man/$page is not installed" >&2; exit 1; }
+done
+if command -v man >/dev/null; then
+  out=$(man -M "$work/prefix/share/man" ndksim_send_lat 2>&1) || true
+  grep -q "ndksim_send_lat \[options\]" <<<"$out" || { echo "man ndksim_send_lat did not show ndksim-perf(1): $out" >&2; exit 1; }
+fi
+echo "installed man pages: ok"
 # pkg-config, for builds without CMake.
 cat > "$work/pc.cc" <<'CXX'
 #include <ndksim/fabric.h>

@@ -6,7 +6,7 @@
 set -euo pipefail
 
 packages=(cmake ninja-build g++ pkg-config libgtest-dev libgmock-dev libbenchmark-dev libfmt-dev libcli11-dev
-          nlohmann-json3-dev clang-tidy)
+          nlohmann-json3-dev clang-tidy groff-base)
 [ "${1:-}" = clang ] && packages+=(clang libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
