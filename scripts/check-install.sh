@@ -32,6 +32,11 @@ for doc in README.md LICENSE CHANGELOG.md docs/conformance.md; do
   [ -f "$work/prefix/share/doc/ndksim/$doc" ] || { echo "share/doc/ndksim/$doc is not installed" >&2; exit 1; }
 done
 echo "installed documentation: ok"
+# Every header is under include/ndksim/ (the WDK-named NDK headers in include/ndksim/wdk/).
+others=$(find "$work/prefix/include" -mindepth 1 -maxdepth 1 ! -name ndksim)
+[ -z "$others" ] || { echo "headers outside include/ndksim/: $others" >&2; exit 1; }
+[ -f "$work/prefix/include/ndksim/wdk/ndkpi.h" ] || { echo "include/ndksim/wdk/ndkpi.h is not installed" >&2; exit 1; }
+echo "installed headers under include/ndksim/: ok"
 # The man pages: ndksim-perf(1), its perftest-named links (ndksim_write_bw.1, ...) and ndksim(7).
 for page in man1/ndksim-perf.1 man1/ndksim_write_bw.1 man1/ndksim_send_lat.1 man7/ndksim.7; do
   [ -f "$work/prefix/share/man/$page" ] || { echo "share/man/$page is not installed" >&2; exit 1; }
@@ -43,6 +48,7 @@ fi
 echo "installed man pages: ok"
 # pkg-config, for builds without CMake.
 cat > "$work/pc.cc" <<'CXX'
+#include <ndkpi.h>
 #include <ndksim/fabric.h>
 #include <ndksim/version.h>
 #include <cstdio>

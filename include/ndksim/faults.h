@@ -17,8 +17,11 @@
 #include <string_view>
 #include <vector>
 
-#include "ndkpi.h"
 #include "ndksim/time.h"
+
+/// The NDK queue pair a rule may name (FaultRule::OnQp), declared as ndkpi.h declares it: this header
+/// needs nothing else of NDK, and code that builds fault rules need not include the interface.
+typedef struct _NDK_QP NDK_QP;  // NOLINT(modernize-use-using): the C declaration ndkpi.h repeats
 
 namespace ndksim {
 

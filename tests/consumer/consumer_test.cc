@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include <ndkpi.h>  // as against the WDK: the ndksim::ndksim target puts it on the path
 #include <ndksim/faults.h>
 #include <ndksim/testing.h>
 
