@@ -259,6 +259,50 @@ TEST(PerfCli, ReportSpeedAddsTheSimulatorsWallClockSpeed) {
   EXPECT_GT(j["ndksim"]["results"][0]["sim_ops_per_wall_s"].get<double>(), 0.0);
 }
 
+// perftest's -b: both directions' bandwidth, about twice one direction's on a full-duplex link.
+TEST(PerfCli, BidirectionalBandwidthIsBothDirections) {
+  const nlohmann::json one = PerfJsonInScratchDirectory("write_bw -n 1000 --out_json", "ndksim_perf_uni_");
+  const nlohmann::json two = PerfJsonInScratchDirectory("write_bw -n 1000 -b --out_json", "ndksim_perf_bi_");
+  ASSERT_FALSE(one.is_null());
+  ASSERT_FALSE(two.is_null());
+  EXPECT_EQ(two["test_info"]["test"], "RDMA_Write_Bidirectional_BW_Test");
+  EXPECT_EQ(two["results"]["n_iterations"], 1000);
+  const double ratio = two["results"]["BW_average"].get<double>() / one["results"]["BW_average"].get<double>();
+  EXPECT_GT(ratio, 1.8);
+  EXPECT_LT(ratio, 2.05);
+}
+
+// A usage error: exit status 2, and the message names what was wrong.
+void ExpectRefused(const std::string& args, const std::string& says) {
+  const Outcome o = Perf(args);
+  EXPECT_EQ(o.exit_code, 2) << args;
+  EXPECT_THAT(o.err, HasSubstr(says)) << args;
+}
+
+TEST(PerfCli, BidirectionalIsRefusedForALatencyTest) { ExpectRefused("write_lat -b", "-b: bidirectional"); }
+
+// perftest's -D: a duration of simulated time, its middle half measured; the rate agrees with an
+// iteration-counted run of the same stream.
+TEST(PerfCli, ADurationMeasuresTheMiddleOfTheRun) {
+  const nlohmann::json counted = PerfJsonInScratchDirectory("write_bw -s 4096 -n 5000 --out_json", "ndksim_perf_n_");
+  const nlohmann::json timed = PerfJsonInScratchDirectory("write_bw -s 4096 -D 0.001 --out_json", "ndksim_perf_dur_");
+  ASSERT_FALSE(counted.is_null());
+  ASSERT_FALSE(timed.is_null());
+  EXPECT_EQ(timed["ndksim"]["config"]["duration_s"], 0.001);
+  // 0.5 ms measured at about 3 M writes of 4 KiB per second.
+  EXPECT_GT(timed["results"]["n_iterations"].get<int>(), 1000);
+  EXPECT_NEAR(timed["results"]["BW_average"].get<double>(), counted["results"]["BW_average"].get<double>(),
+              0.02 * counted["results"]["BW_average"].get<double>());
+}
+
+TEST(PerfCli, ALatencyTestForADurationPrintsPerftestsDurationColumns) {
+  const Outcome o = Perf("send_lat -D 0.0005");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr(" #bytes        #iterations       t_avg[usec]    tps average"));
+}
+
+TEST(PerfCli, ADurationAndAnIterationCountAreRefusedTogether) { ExpectRefused("write_bw -D 1 -n 10", "-D and -n"); }
+
 // A perftest client's command line ends with the server's address.
 TEST(PerfCli, APerftestClientsServerAddressIsAcceptedAndReportedIgnored) {
   const Outcome o = Perf("write_bw -n 10 192.0.2.7");

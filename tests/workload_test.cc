@@ -300,5 +300,72 @@ TEST(WorkloadLatency, WriteOfZeroBytesIsRefused) {
   EXPECT_THROW(w.Latency(1), std::invalid_argument);
 }
 
+// Payload bytes the QPs of `node` took in (their own counters: the connection set-up is not theirs).
+std::uint64_t PayloadReceived(const Node& node, const std::vector<NDK_QP*>& qps) {
+  std::uint64_t bytes = 0;
+  for (NDK_QP* qp : qps) bytes += node.CountersOf(qp)->bytes_received;
+  return bytes;
+}
+
+// perftest's -b: node b streams to node a while a streams to b, on the same QPs.
+class WorkloadBidirectional : public ::testing::TestWithParam<Operation> {};
+
+TEST_P(WorkloadBidirectional, EachNodeTakesTheOthersStreamWhole) {
+  WorkloadConfig c = Config(GetParam(), 4096);
+  c.qps = 2;
+  c.bidirectional = true;
+  Workload w(c);
+  w.Stream(1000);
+  // Each direction's payload arrives once, at the node a read brings it to or a write or send
+  // carries it to: 1000 messages of 4 KiB each way.
+  EXPECT_EQ(PayloadReceived(*w.pair().a().node, w.Initiators()), 1000u * 4096);
+  EXPECT_EQ(PayloadReceived(*w.pair().b().node, w.Responders()), 1000u * 4096);
+  EXPECT_EQ(w.pair().a().node->Counters().rnr_naks_sent + w.pair().b().node->Counters().rnr_naks_sent, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Operations, WorkloadBidirectional,
+                         ::testing::Values(Operation::kWrite, Operation::kRead, Operation::kSend));
+
+TEST(WorkloadBidirectionalRate, BothWaysTakeAboutAsLongAsOneWayOnAFullDuplexLink) {
+  WorkloadConfig c = Config(Operation::kWrite, 65536);
+  c.fabric.profile = profiles::WithoutNoise(profiles::kConnectX100GbeRoce);
+  const Duration one_way = Workload(c).Stream(2000);
+  c.bidirectional = true;
+  const Duration both_ways = Workload(c).Stream(2000);
+  // Twice the payload in nearly the same time: each direction has its own wire.
+  EXPECT_LT(ToNanoseconds(both_ways), 1.1 * ToNanoseconds(one_way));
+  EXPECT_GT(ToNanoseconds(both_ways), ToNanoseconds(one_way) * 0.99);
+}
+
+TEST(WorkloadBidirectionalEvents, BothSidesCompleteThroughNotifications) {
+  WorkloadConfig c = WithEvents(Operation::kSend, 256);
+  c.bidirectional = true;
+  Workload w(c);
+  w.Stream(500);
+  EXPECT_GT(w.pair().a().cq_notifications, 0);
+  EXPECT_GT(w.pair().b().cq_notifications, 0);
+  EXPECT_EQ(PayloadReceived(*w.pair().a().node, w.Initiators()), 500u * 256);
+  EXPECT_EQ(PayloadReceived(*w.pair().b().node, w.Responders()), 500u * 256);
+}
+
+// perftest's -D: posting stops when the duration has passed, and what was posted completes.
+TEST(WorkloadStreamFor, PostsForTheDurationAndCompletesWhatItPosted) {
+  WorkloadConfig c = Config(Operation::kWrite, 1024);
+  c.signal_every = 100;
+  Workload w(c);
+  const StreamCount n = w.StreamFor(Microseconds(200));
+  EXPECT_GE(n.elapsed, Microseconds(200));
+  EXPECT_GT(n.messages, 1000u);  // ~100 Gb/s of 1 KiB writes: about 2,300 in 200 us
+  // Every posted write was executed and retired, the unsignaled tail included.
+  const QpCounters q = CountersOf(w, w.Initiators()[0]);
+  EXPECT_EQ(q.requests_completed, n.messages);
+  EXPECT_EQ(PayloadReceived(*w.pair().b().node, w.Responders()), n.messages * 1024);
+}
+
+TEST(WorkloadStreamFor, AZeroDurationIsRefused) {
+  Workload w(Config(Operation::kWrite, 64));
+  EXPECT_THROW(w.StreamFor(Duration::zero()), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace ndksim

@@ -77,6 +77,8 @@ struct Options {
   bool no_progress = false;
   bool dry_run = false;
   bool events = false;
+  bool bidirectional = false;
+  std::optional<double> duration;  // seconds of simulated time (-D)
 };
 
 // The configuration that follows from the options, checked before anything runs.
@@ -203,6 +205,12 @@ Plan MakePlan(const Options& o) {
     throw BadArguments("-e: the write latency test polls memory, as ib_write_lat does; use -e with --phases bw");
   }
   if (o.iterations) plan.lat_iterations = plan.bw_iterations = *o.iterations;
+  if (o.bidirectional && !plan.bandwidth) {
+    throw BadArguments("-b: bidirectional streams are the bandwidth test's (perftest's ib_*_bw -b); this run has none");
+  }
+  if (o.duration && o.iterations) {
+    throw BadArguments("-D and -n both say how long a test runs: give one (as perftest)");
+  }
   if (o.inline_all) plan.inline_size = plan.profile.max_inline_bytes;
   if (o.inline_size) {
     if (o.inline_all) throw BadArguments("--inline and --inline_size both set what is posted inline: give one");
@@ -256,6 +264,7 @@ WorkloadConfig ConfigFor(const Options& o, const Plan& plan, ULONG size) {
   c.signal_every = static_cast<std::size_t>(o.cq_mod);
   c.inline_size = plan.inline_size;
   c.events = o.events;
+  c.bidirectional = o.bidirectional;
   return c;
 }
 
@@ -321,6 +330,19 @@ class Progress {
 struct LatencyFigures {
   int iterations = 0;
   double t_min = 0, t_max = 0, t_typical = 0, t_avg = 0, t_stdev = 0, p99 = 0, p99_9 = 0;  // microseconds
+  double tps = 0;  // -D: iterations per second of the measured stretch
+};
+
+// perftest's duration mode (-D): the first and the last quarter of the run are its margins, and
+// only what happened in between is measured.
+struct DurationWindow {
+  double from_ns = 0;
+  double until_ns = 0;
+  static DurationWindow Of(double seconds) {
+    const double ns = seconds * 1e9;
+    return {ns / 4, ns - ns / 4};
+  }
+  double Nanoseconds() const { return until_ns - from_ns; }
 };
 
 // perftest's statistics of one-way latency samples (ns in, us out): typical is the median, the
@@ -379,6 +401,22 @@ double PeakBytesPerSecond(const std::vector<StreamPoint>& points, std::size_t st
   return best;
 }
 
+// The stream's progress at `ns`, between the points around it (completions come in bursts; the
+// stretch between two points is taken as even).
+StreamPoint PointAt(const std::vector<StreamPoint>& points, double ns) {
+  for (std::size_t i = 1; i < points.size(); ++i) {
+    if (points[i].ns < ns) continue;
+    const StreamPoint& p = points[i - 1];
+    const StreamPoint& q = points[i];
+    const double share = q.ns > p.ns ? (ns - p.ns) / (q.ns - p.ns) : 1.0;
+    const auto between = [&](auto x, auto y) {
+      return x + static_cast<decltype(x)>(std::llround(static_cast<double>(y - x) * share));
+    };
+    return {ns, between(p.done, q.done), between(p.bytes, q.bytes)};
+  }
+  return points.back();
+}
+
 // perftest's units: MiB/sec is 2^20 bytes per second, Gb/sec 10^9 bits per second.
 double Mbytes(double bytes_per_s) { return bytes_per_s / (1 << 20); }
 double Gbits(double bytes_per_s) { return bytes_per_s * 8 / 1e9; }
@@ -422,8 +460,8 @@ long long InlineMax(const Plan& plan, std::string_view what) {
 void PrintHeader(const Options& o, const Plan& plan, std::string_view what) {
   const HardwareProfile& p = plan.profile;
   std::printf("%s\n", kRule.data());
-  std::printf("                    %s %s Test (ndksim %s, simulated)\n", PerftestTestName(plan.op).data(),
-              what.data(), NDKSIM_VERSION_STRING);
+  std::printf("                    %s%s %s Test (ndksim %s, simulated)\n", PerftestTestName(plan.op).data(),
+              o.bidirectional && what == "BW" ? " Bidirectional" : "", what.data(), NDKSIM_VERSION_STRING);
   std::printf(" Device (profile): %s (%s, %.0f Gb/s)\n", std::string(p.name).c_str(), std::string(Name(p.transport)).c_str(),
               static_cast<double>(p.link_rate.bits_per_second) / 1e9);
   std::printf(" Number of qps   : %-8d Transport type : %s\n", o.qps, std::string(Name(p.transport)).c_str());
@@ -433,6 +471,11 @@ void PrintHeader(const Options& o, const Plan& plan, std::string_view what) {
     std::printf(" CQ Moderation   : %d\n", o.cq_mod);
   }
   if (o.events) std::printf(" Completions     : events (the CQ is armed and its notification taken)\n");
+  if (o.duration) {
+    const DurationWindow window = DurationWindow::Of(*o.duration);
+    std::printf(" Duration        : %g s of simulated time, measured from %g s to %g s\n", *o.duration,
+                window.from_ns / 1e9, window.until_ns / 1e9);
+  }
   std::printf(" Mtu             : %u[B]\n", p.mtu_bytes);
   const long long inline_max = InlineMax(plan, what);
   std::printf(" Max inline data : %lld[B]%s\n", plan.op == Operation::kRead ? 0 : inline_max,
@@ -453,12 +496,21 @@ class Run {
     for (std::size_t i = 0; i < plan_.sizes.size(); ++i) results_[i].bytes = plan_.sizes[i];
     if (plan_.latency) {
       PrintHeader(o_, plan_, "Latency");
-      std::printf(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]"
-                  "   99%% percentile[usec]   99.9%% percentile[usec]\n");
+      if (o_.duration) {
+        std::printf(" #bytes        #iterations       t_avg[usec]    tps average\n");
+      } else {
+        std::printf(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]"
+                    "   99%% percentile[usec]   99.9%% percentile[usec]\n");
+      }
       for (std::size_t i = 0; i < plan_.sizes.size(); ++i) {
         const bool traced = trace != nullptr && !plan_.bandwidth && i + 1 == plan_.sizes.size();
         const LatencyFigures f = MeasureLatency(results_[i], traced ? trace : nullptr);
         progress_.Finish();
+        if (o_.duration) {
+          std::printf(" %-7u       %-10d        %-7.2f        %-7.2f\n", results_[i].bytes, f.iterations, f.t_avg, f.tps);
+          std::fflush(stdout);
+          continue;
+        }
         std::printf(" %-7u %-10d     %-7.2f        %-7.2f      %-7.2f            %-7.2f        %-7.2f          %-7.2f"
                     "                %-7.2f\n",
                     results_[i].bytes, f.iterations, f.t_min, f.t_max, f.t_typical, f.t_avg, f.t_stdev, f.p99,
@@ -509,9 +561,16 @@ class Run {
   // what the simulator's time per message grows with.
   double Weight(ULONG bytes) const { return 1.0 + static_cast<double>(bytes) / plan_.profile.mtu_bytes; }
 
+  // A test that runs for a duration (-D) is this much work, done as its simulated time passes.
+  static constexpr double kDurationWork = 1000;
+
   double TotalWork() const {
     double work = 0;
     for (const ULONG bytes : plan_.sizes) {
+      if (o_.duration) {
+        work += (plan_.latency ? kDurationWork : 0) + (plan_.bandwidth ? kDurationWork : 0);
+        continue;
+      }
       if (plan_.latency) work += plan_.lat_iterations * 2 * Weight(bytes);  // ping and pong
       if (plan_.bandwidth) work += static_cast<double>(plan_.bw_iterations) * o_.qps * Weight(bytes);
     }
@@ -543,6 +602,33 @@ class Run {
     AddLossRule(w);
     StartTrace(w, trace != nullptr || (o_.log && !plan_.bandwidth && result.bytes == plan_.sizes.back()));
     const auto wall0 = Clock::now();  // the simulator's speed: connection set-up is not part of it
+    if (o_.duration) {
+      // -D: one message after another until the duration has passed; the samples of messages
+      // that began and ended inside the measured stretch count.
+      const DurationWindow window = DurationWindow::Of(*o_.duration);
+      const double end_ns = *o_.duration * 1e9;
+      const TimePoint start = w.fabric().Now();
+      std::vector<double> samples;
+      std::uint64_t iterations = 0;
+      double reported = 0;
+      for (double now = 0; now < end_ns;) {
+        const double before = now;
+        const std::vector<double> one = w.Latency(1);
+        now = ToNanoseconds(w.fabric().Now() - start);
+        ++iterations;
+        if (before >= window.from_ns && now <= window.until_ns) samples.insert(samples.end(), one.begin(), one.end());
+        const double done = std::min(now, end_ns) / end_ns * kDurationWork;
+        progress_.Advance(done - reported);
+        reported = done;
+      }
+      WriteTrace(w, trace);
+      LatencyFigures f = LatencyOf(samples);
+      f.tps = static_cast<double>(samples.size()) / (window.Nanoseconds() / 1e9);
+      result.latency = f;
+      result.simulated_ops += iterations * (plan_.op == Operation::kRead ? 1 : 2);
+      result.wall_seconds += std::chrono::duration<double>(Clock::now() - wall0).count();
+      return f;
+    }
     std::vector<double> samples;
     samples.reserve(static_cast<std::size_t>(plan_.lat_iterations));
     constexpr int kChunk = 100;  // iterations between progress updates
@@ -564,33 +650,64 @@ class Run {
     AddLossRule(w);
     StartTrace(w, trace != nullptr || (o_.log && result.bytes == plan_.sizes.back()));
     const auto wall0 = Clock::now();  // the simulator's speed: connection set-up is not part of it
+    const std::size_t directions = o_.bidirectional ? 2 : 1;
     const std::size_t messages = static_cast<std::size_t>(plan_.bw_iterations) * static_cast<std::size_t>(o_.qps);
     const TimePoint start = w.fabric().Now();
-    // Payload reaches the responder for writes and sends, the initiator for reads.
-    Node& receiver = plan_.op == Operation::kRead ? *w.pair().a().node : *w.pair().b().node;
-    const std::uint64_t bytes0 = receiver.Counters().bytes_received;
+    // Payload reaches the responder for writes and sends, the initiator for reads; both nodes take
+    // it when the stream runs both ways.
+    Node& a = *w.pair().a().node;
+    Node& b = *w.pair().b().node;
+    const auto received = [&]() -> std::uint64_t {
+      if (o_.bidirectional) return a.Counters().bytes_received + b.Counters().bytes_received;
+      return (plan_.op == Operation::kRead ? a : b).Counters().bytes_received;
+    };
+    const std::uint64_t bytes0 = received();
     std::vector<StreamPoint> points{{0.0, 0, 0}};
-    std::size_t reported = 0;
-    const Duration elapsed = w.Stream(messages, [&](std::size_t done, std::size_t) {
-      points.push_back({ToNanoseconds(w.fabric().Now() - start), done, receiver.Counters().bytes_received - bytes0});
-      progress_.Advance(static_cast<double>(done - reported) * Weight(result.bytes));
-      reported = done;
-    });
-    WriteTrace(w, trace);
+    double reported = 0;
+    const auto on_progress = [&](std::size_t done, std::size_t) {
+      const double ns = ToNanoseconds(w.fabric().Now() - start);
+      points.push_back({ns, done, received() - bytes0});
+      const double work = o_.duration ? std::min(ns / (*o_.duration * 1e9), 1.0) * kDurationWork
+                                      : static_cast<double>(done / directions) * Weight(result.bytes);
+      progress_.Advance(work - reported);
+      reported = work;
+    };
     BandwidthFigures f;
-    f.iterations = messages;
-    const double ns = ToNanoseconds(elapsed);
-    f.elapsed_us = ns / 1000;
-    f.msg_rate_mpps = ns > 0 ? static_cast<double>(messages) / ns * 1e3 : 0;
-    f.bw_avg_bytes_per_s = ns > 0 ? static_cast<double>(messages) * result.bytes / ns * 1e9 : 0;
+    double ns = 0;
+    std::size_t completed = 0;  // both directions'
+    std::uint64_t window_bytes = 0;
+    if (o_.duration) {
+      const StreamCount c = w.StreamFor(Picoseconds(std::llround(*o_.duration * 1e12)), on_progress);
+      f.elapsed_us = ToNanoseconds(c.elapsed) / 1000;
+      // perftest's duration mode measures the middle of the run only.
+      const DurationWindow window = DurationWindow::Of(*o_.duration);
+      const StreamPoint from = PointAt(points, window.from_ns);
+      const StreamPoint until = PointAt(points, window.until_ns);
+      ns = window.Nanoseconds();
+      window_bytes = until.bytes - from.bytes;
+      // Messages by their payload on the wire, which moves evenly; completions come a signaled one
+      // for every -Q requests, too coarse for a stretch of a few hundred.
+      completed = result.bytes > 0 ? static_cast<std::size_t>(std::llround(static_cast<double>(window_bytes) / result.bytes))
+                                   : until.done - from.done;
+    } else {
+      const Duration elapsed = w.Stream(messages, on_progress);
+      ns = ToNanoseconds(elapsed);
+      f.elapsed_us = ns / 1000;
+      completed = messages * directions;
+      window_bytes = static_cast<std::uint64_t>(completed) * result.bytes;
+    }
+    WriteTrace(w, trace);
+    f.iterations = completed / directions;
+    f.msg_rate_mpps = ns > 0 ? static_cast<double>(completed) / ns * 1e3 : 0;
+    f.bw_avg_bytes_per_s = ns > 0 ? static_cast<double>(window_bytes) / ns * 1e9 : 0;
     if (!o_.no_peak) {
       // A stretch of at least one window on every QP (or the whole run, if shorter).
-      const std::size_t stretch =
-          std::min(messages, static_cast<std::size_t>(o_.tx_depth) * static_cast<std::size_t>(o_.qps));
+      const std::size_t stretch = std::min(points.back().done, static_cast<std::size_t>(o_.tx_depth) *
+                                                                  static_cast<std::size_t>(o_.qps) * directions);
       f.bw_peak_bytes_per_s = std::max(PeakBytesPerSecond(points, stretch), f.bw_avg_bytes_per_s);
     }
     result.bandwidth = f;
-    result.simulated_ops += messages;
+    result.simulated_ops += points.back().done;
     result.wall_seconds += std::chrono::duration<double>(Clock::now() - wall0).count();
     return f;
   }
@@ -608,6 +725,7 @@ class Run {
     const HardwareProfile& p = plan_.profile;
     const bool bandwidth = plan_.bandwidth;  // the last test of the run
     std::string test = fmt::format("{}_", PerftestTestName(plan_.op));
+    if (bandwidth && o_.bidirectional) test += "Bidirectional_";
     if (bandwidth) test += o_.post_list > 1 ? "Post_List_BW_" : "BW_";
     if (!bandwidth) test += "Latency_";
     nlohmann::ordered_json info = {{"test", test + "Test"}};
@@ -674,6 +792,8 @@ class Run {
         {"post_list", o_.post_list},
         {"cq_mod", o_.cq_mod},
         {"events", o_.events},
+        {"bidirectional", o_.bidirectional},
+        {"duration_s", o_.duration ? nlohmann::json(*o_.duration) : nlohmann::json(nullptr)},
         {"tx_depth", o_.tx_depth},
         {"inline_size", plan_.inline_size},
         {"mtu_bytes", plan_.profile.mtu_bytes},
@@ -844,6 +964,13 @@ int main(int argc, char** argv) {
   app.add_flag("--log", o.log, "every block's trace lines of the last size's last test on stderr (long)");
   app.add_flag("--no-progress", o.no_progress, "no progress bar on stderr");
   app.add_flag("--dry-run", o.dry_run, "check the arguments and the configuration of every size, run nothing");
+  app.add_flag("-b,--bidirectional", o.bidirectional,
+               "both sides stream at once, as perftest's -b: the bandwidth and message rate are both directions' "
+               "(bandwidth test)");
+  app.add_option("-D,--duration", o.duration,
+                 "run each test for this many seconds of simulated time instead of -n iterations, and measure "
+                 "the middle half, as perftest's -D")
+      ->check(CLI::Range(1e-6, 60.0));
   app.add_flag("-e,--events", o.events,
                "wait for completions by arming the CQ and taking its notification (the interrupt path), as "
                "perftest's -e; not for the write latency test, which polls memory");
