@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -202,6 +203,14 @@ nlohmann::json PerfJsonInScratchDirectory(const std::string& args, const std::st
   return j;
 }
 
+// The JSON of two runs (with --out_json added), for a test that compares them; both must have run.
+std::pair<nlohmann::json, nlohmann::json> TwoRuns(const std::string& first, const std::string& second) {
+  nlohmann::json one = PerfJsonInScratchDirectory(first + " --out_json", "ndksim_perf_first_");
+  nlohmann::json two = PerfJsonInScratchDirectory(second + " --out_json", "ndksim_perf_second_");
+  if (one.is_null() || two.is_null()) throw std::runtime_error("ndksim-perf wrote no JSON: " + first + " / " + second);
+  return {std::move(one), std::move(two)};
+}
+
 // perftest: --out_json is a flag, and the file is perftest_out.json in the working directory.
 TEST(PerfCli, OutJsonIsAFlagThatWritesPerftestOutJsonInTheWorkingDirectory) {
   const nlohmann::json j = PerfJsonInScratchDirectory("write_bw -n 10 --out_json", "ndksim_perf_pj_");
@@ -261,10 +270,7 @@ TEST(PerfCli, ReportSpeedAddsTheSimulatorsWallClockSpeed) {
 
 // perftest's -b: both directions' bandwidth, about twice one direction's on a full-duplex link.
 TEST(PerfCli, BidirectionalBandwidthIsBothDirections) {
-  const nlohmann::json one = PerfJsonInScratchDirectory("write_bw -n 1000 --out_json", "ndksim_perf_uni_");
-  const nlohmann::json two = PerfJsonInScratchDirectory("write_bw -n 1000 -b --out_json", "ndksim_perf_bi_");
-  ASSERT_FALSE(one.is_null());
-  ASSERT_FALSE(two.is_null());
+  const auto [one, two] = TwoRuns("write_bw -n 1000", "write_bw -n 1000 -b");
   EXPECT_EQ(two["test_info"]["test"], "RDMA_Write_Bidirectional_BW_Test");
   EXPECT_EQ(two["results"]["n_iterations"], 1000);
   const double ratio = two["results"]["BW_average"].get<double>() / one["results"]["BW_average"].get<double>();
@@ -281,13 +287,48 @@ void ExpectRefused(const std::string& args, const std::string& says) {
 
 TEST(PerfCli, BidirectionalIsRefusedForALatencyTest) { ExpectRefused("write_lat -b", "-b: bidirectional"); }
 
+TEST(PerfCli, ReportBothGivesEachDirectionOfABidirectionalRun) {
+  const Outcome o = Perf("write_bw -n 500 -b --report-both");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr(" Local results: "));
+  EXPECT_THAT(o.out, HasSubstr(" Remote results: "));
+  // The rows: both directions, then each; the two halves make the whole.
+  std::vector<double> averages;
+  std::istringstream lines(o.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream row(line);
+    double bytes = 0, iterations = 0, peak = 0, average = 0;
+    if (line.rfind(" 65536 ", 0) == 0 && row >> bytes >> iterations >> peak >> average) averages.push_back(average);
+  }
+  ASSERT_EQ(averages.size(), 3u) << o.out;
+  EXPECT_NEAR(averages[1] + averages[2], averages[0], 0.02);
+}
+
+TEST(PerfCli, ReportBothWithoutBidirectionalIsReportedIgnored) {
+  const Outcome o = Perf("write_bw -n 10 --report-both");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_THAT(o.err, HasSubstr("--report-both ignored"));
+}
+
+// perftest's -o: the reads a QP may have outstanding (its ORD and IRD), at most the device's.
+TEST(PerfCli, FewerOutstandingReadsGiveLessReadBandwidth) {
+  const auto [four, most] = TwoRuns("read_bw -s 4096 -n 2000 -o 4", "read_bw -s 4096 -n 2000");
+  EXPECT_EQ(four["test_info"]["Outstand_reads"], 4);
+  EXPECT_EQ(most["test_info"]["Outstand_reads"], 16);
+  EXPECT_LT(four["results"]["BW_average"].get<double>(), 0.9 * most["results"]["BW_average"].get<double>());
+}
+
+TEST(PerfCli, OutstandingReadsAboveTheDevicesAreClampedAsPerftestDoes) {
+  const Outcome o = Perf("read_bw -n 10 -o 64");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_THAT(o.err, HasSubstr("-o 64 is above the profile's 16"));
+  EXPECT_THAT(o.out, HasSubstr(" Outstand reads  : 16"));
+}
+
 // perftest's -D: a duration of simulated time, its middle half measured; the rate agrees with an
 // iteration-counted run of the same stream.
 TEST(PerfCli, ADurationMeasuresTheMiddleOfTheRun) {
-  const nlohmann::json counted = PerfJsonInScratchDirectory("write_bw -s 4096 -n 5000 --out_json", "ndksim_perf_n_");
-  const nlohmann::json timed = PerfJsonInScratchDirectory("write_bw -s 4096 -D 0.001 --out_json", "ndksim_perf_dur_");
-  ASSERT_FALSE(counted.is_null());
-  ASSERT_FALSE(timed.is_null());
+  const auto [counted, timed] = TwoRuns("write_bw -s 4096 -n 5000", "write_bw -s 4096 -D 0.001");
   EXPECT_EQ(timed["ndksim"]["config"]["duration_s"], 0.001);
   // 0.5 ms measured at about 3 M writes of 4 KiB per second.
   EXPECT_GT(timed["results"]["n_iterations"].get<int>(), 1000);

@@ -367,5 +367,20 @@ TEST(WorkloadStreamFor, AZeroDurationIsRefused) {
   EXPECT_THROW(w.StreamFor(Duration::zero()), std::invalid_argument);
 }
 
+TEST(WorkloadReadLimit, AboveTheProfilesOutstandingReadsIsRefused) {
+  WorkloadConfig c = Config(Operation::kRead, 4096);
+  c.read_limit = 17;  // the presets allow 16 per QP
+  EXPECT_THROW(Workload::Validate(c), std::invalid_argument);
+}
+
+TEST(WorkloadReadLimit, OneOutstandingReadSerializesAStreamOfReads) {
+  WorkloadConfig c = Config(Operation::kRead, 4096);
+  c.fabric.profile = profiles::WithoutNoise(profiles::kConnectX100GbeRoce);
+  const Duration sixteen = Workload(c).Stream(500);
+  c.read_limit = 1;
+  const Duration one = Workload(c).Stream(500);
+  EXPECT_GT(ToNanoseconds(one), 2 * ToNanoseconds(sixteen));  // each read waits for the one before
+}
+
 }  // namespace
 }  // namespace ndksim

@@ -78,6 +78,8 @@ struct Options {
   bool dry_run = false;
   bool events = false;
   bool bidirectional = false;
+  bool report_both = false;
+  std::optional<int> outstanding_reads;  // -o
   std::optional<double> duration;  // seconds of simulated time (-D)
 };
 
@@ -205,6 +207,11 @@ Plan MakePlan(const Options& o) {
     throw BadArguments("-e: the write latency test polls memory, as ib_write_lat does; use -e with --phases bw");
   }
   if (o.iterations) plan.lat_iterations = plan.bw_iterations = *o.iterations;
+  if (const ULONG most = std::min(plan.profile.max_outbound_read_limit, plan.profile.max_inbound_read_limit);
+      o.outstanding_reads && static_cast<ULONG>(*o.outstanding_reads) > most) {
+    std::fprintf(stderr, "ndksim-perf: -o %d is above the profile's %u outstanding reads per QP: %u it is (as perftest)\n",
+                 *o.outstanding_reads, most, most);
+  }
   if (o.bidirectional && !plan.bandwidth) {
     throw BadArguments("-b: bidirectional streams are the bandwidth test's (perftest's ib_*_bw -b); this run has none");
   }
@@ -251,6 +258,13 @@ Plan MakePlan(const Options& o) {
   return plan;
 }
 
+// The reads each QP may have outstanding (-o), at most the profile's, as perftest clamps to the
+// device's; the profile's most unless given.
+ULONG ReadLimit(const Options& o, const Plan& plan) {
+  const ULONG most = std::min(plan.profile.max_outbound_read_limit, plan.profile.max_inbound_read_limit);
+  return o.outstanding_reads ? std::min(static_cast<ULONG>(*o.outstanding_reads), most) : most;
+}
+
 WorkloadConfig ConfigFor(const Options& o, const Plan& plan, ULONG size) {
   WorkloadConfig c;
   c.fabric.profile = plan.profile;
@@ -265,6 +279,7 @@ WorkloadConfig ConfigFor(const Options& o, const Plan& plan, ULONG size) {
   c.inline_size = plan.inline_size;
   c.events = o.events;
   c.bidirectional = o.bidirectional;
+  c.read_limit = ReadLimit(o, plan);
   return c;
 }
 
@@ -375,6 +390,14 @@ struct BandwidthFigures {
   double bw_avg_bytes_per_s = 0;
   double msg_rate_mpps = 0;
   double elapsed_us = 0;
+  // -b: each direction's own (--report-both), local (a to b) and remote (b to a).
+  struct Direction {
+    double bw_peak_bytes_per_s = 0;
+    double bw_avg_bytes_per_s = 0;
+    double msg_rate_mpps = 0;
+  };
+  std::optional<Direction> local;
+  std::optional<Direction> remote;
 };
 
 // A point of the bandwidth test's progress: simulated time, messages completed, payload bytes the
@@ -383,6 +406,7 @@ struct StreamPoint {
   double ns = 0;
   std::size_t done = 0;
   std::uint64_t bytes = 0;
+  std::uint64_t local_bytes = 0;   // -b: the part a's requests brought (to b for writes and sends, to a for reads)
 };
 
 // The peak bandwidth: the best payload rate on the wire into the receiver over any stretch of the
@@ -412,7 +436,7 @@ StreamPoint PointAt(const std::vector<StreamPoint>& points, double ns) {
     const auto between = [&](auto x, auto y) {
       return x + static_cast<decltype(x)>(std::llround(static_cast<double>(y - x) * share));
     };
-    return {ns, between(p.done, q.done), between(p.bytes, q.bytes)};
+    return {ns, between(p.done, q.done), between(p.bytes, q.bytes), between(p.local_bytes, q.local_bytes)};
   }
   return points.back();
 }
@@ -478,8 +502,11 @@ void PrintHeader(const Options& o, const Plan& plan, std::string_view what) {
   }
   std::printf(" Mtu             : %u[B]\n", p.mtu_bytes);
   const long long inline_max = InlineMax(plan, what);
-  std::printf(" Max inline data : %lld[B]%s\n", plan.op == Operation::kRead ? 0 : inline_max,
-              plan.op == Operation::kRead ? " (reads carry no payload)" : "");
+  if (plan.op == Operation::kRead) {
+    std::printf(" Outstand reads  : %u\n", ReadLimit(o, plan));
+  } else {
+    std::printf(" Max inline data : %lld[B]\n", inline_max);
+  }
   std::printf(" Seed            : %llu%s\n", static_cast<unsigned long long>(o.seed),
               o.loss > 0 ? fmt::format("   Packet loss    : {}", o.loss).c_str() : "");
   std::printf("%s\n", kRule.data());
@@ -522,14 +549,28 @@ class Run {
     if (plan_.bandwidth) {
       PrintHeader(o_, plan_, "BW");
       const char* unit = o_.report_gbits ? "Gb/sec" : "MiB/sec";
-      std::printf(" #bytes     #iterations    BW peak[%s]    BW average[%s]   MsgRate[Mpps]\n", unit, unit);
+      const auto columns = [&] {
+        std::printf(" #bytes     #iterations    BW peak[%s]    BW average[%s]   MsgRate[Mpps]\n", unit, unit);
+      };
+      const auto row = [&](ULONG bytes, std::size_t iterations, double peak, double average, double rate) {
+        auto bw = [&](double bytes_per_s) { return o_.report_gbits ? Gbits(bytes_per_s) : Mbytes(bytes_per_s); };
+        std::printf(" %-10u %-10zu     %-10.2f         %-10.2f         %-10.6f\n", bytes, iterations, bw(peak),
+                    bw(average), rate);
+      };
+      columns();
       for (std::size_t i = 0; i < plan_.sizes.size(); ++i) {
         const bool traced = trace != nullptr && i + 1 == plan_.sizes.size();
         const BandwidthFigures f = MeasureBandwidth(results_[i], traced ? trace : nullptr);
         progress_.Finish();
-        auto bw = [&](double bytes_per_s) { return o_.report_gbits ? Gbits(bytes_per_s) : Mbytes(bytes_per_s); };
-        std::printf(" %-10u %-10zu     %-10.2f         %-10.2f         %-10.6f\n", results_[i].bytes, f.iterations,
-                    bw(f.bw_peak_bytes_per_s), bw(f.bw_avg_bytes_per_s), f.msg_rate_mpps);
+        row(results_[i].bytes, f.iterations, f.bw_peak_bytes_per_s, f.bw_avg_bytes_per_s, f.msg_rate_mpps);
+        if (o_.report_both && f.local && f.remote) {
+          // perftest's --report-both: each side's own figures after the row of both.
+          for (const auto& [title, d] : {std::pair{"Local", *f.local}, std::pair{"Remote", *f.remote}}) {
+            std::printf("%s\n\n %s results: \n%s\n", kRule.data(), title, kRule.data());
+            columns();
+            row(results_[i].bytes, f.iterations, d.bw_peak_bytes_per_s, d.bw_avg_bytes_per_s, d.msg_rate_mpps);
+          }
+        }
         std::fflush(stdout);
       }
       std::printf("%s\n", kRule.data());
@@ -661,50 +702,67 @@ class Run {
       if (o_.bidirectional) return a.Counters().bytes_received + b.Counters().bytes_received;
       return (plan_.op == Operation::kRead ? a : b).Counters().bytes_received;
     };
+    // What a's own requests brought: to b for writes and sends, to a for reads.
+    Node& local_receiver = plan_.op == Operation::kRead ? a : b;
     const std::uint64_t bytes0 = received();
-    std::vector<StreamPoint> points{{0.0, 0, 0}};
+    const std::uint64_t local0 = local_receiver.Counters().bytes_received;
+    std::vector<StreamPoint> points{{0.0, 0, 0, 0}};
     double reported = 0;
     const auto on_progress = [&](std::size_t done, std::size_t) {
       const double ns = ToNanoseconds(w.fabric().Now() - start);
-      points.push_back({ns, done, received() - bytes0});
+      points.push_back({ns, done, received() - bytes0, local_receiver.Counters().bytes_received - local0});
       const double work = o_.duration ? std::min(ns / (*o_.duration * 1e9), 1.0) * kDurationWork
                                       : static_cast<double>(done / directions) * Weight(result.bytes);
       progress_.Advance(work - reported);
       reported = work;
     };
     BandwidthFigures f;
-    double ns = 0;
-    std::size_t completed = 0;  // both directions'
-    std::uint64_t window_bytes = 0;
+    // The measured stretch: the whole run, or with -D its middle half.
+    StreamPoint from = points.front();
+    StreamPoint until;
     if (o_.duration) {
       const StreamCount c = w.StreamFor(Picoseconds(std::llround(*o_.duration * 1e12)), on_progress);
       f.elapsed_us = ToNanoseconds(c.elapsed) / 1000;
-      // perftest's duration mode measures the middle of the run only.
       const DurationWindow window = DurationWindow::Of(*o_.duration);
-      const StreamPoint from = PointAt(points, window.from_ns);
-      const StreamPoint until = PointAt(points, window.until_ns);
-      ns = window.Nanoseconds();
-      window_bytes = until.bytes - from.bytes;
-      // Messages by their payload on the wire, which moves evenly; completions come a signaled one
-      // for every -Q requests, too coarse for a stretch of a few hundred.
-      completed = result.bytes > 0 ? static_cast<std::size_t>(std::llround(static_cast<double>(window_bytes) / result.bytes))
-                                   : until.done - from.done;
+      from = PointAt(points, window.from_ns);
+      until = PointAt(points, window.until_ns);
     } else {
       const Duration elapsed = w.Stream(messages, on_progress);
-      ns = ToNanoseconds(elapsed);
-      f.elapsed_us = ns / 1000;
-      completed = messages * directions;
-      window_bytes = static_cast<std::uint64_t>(completed) * result.bytes;
+      f.elapsed_us = ToNanoseconds(elapsed) / 1000;
+      until = points.back();
+      until.ns = ToNanoseconds(elapsed);
     }
     WriteTrace(w, trace);
-    f.iterations = completed / directions;
-    f.msg_rate_mpps = ns > 0 ? static_cast<double>(completed) / ns * 1e3 : 0;
-    f.bw_avg_bytes_per_s = ns > 0 ? static_cast<double>(window_bytes) / ns * 1e9 : 0;
-    if (!o_.no_peak) {
-      // A stretch of at least one window on every QP (or the whole run, if shorter).
-      const std::size_t stretch = std::min(points.back().done, static_cast<std::size_t>(o_.tx_depth) *
-                                                                  static_cast<std::size_t>(o_.qps) * directions);
-      f.bw_peak_bytes_per_s = std::max(PeakBytesPerSecond(points, stretch), f.bw_avg_bytes_per_s);
+    const double ns = until.ns - from.ns;
+    // Messages by their payload on the wire, which moves evenly; completions come a signaled one
+    // for every -Q requests, too coarse for a stretch of a few hundred.
+    const auto messages_in = [&](std::uint64_t bytes, std::size_t done) -> double {
+      return result.bytes > 0 ? static_cast<double>(bytes) / result.bytes : static_cast<double>(done);
+    };
+    const auto rate = [&](double count) { return ns > 0 ? count / ns : 0.0; };
+    const double completed = o_.duration ? messages_in(until.bytes - from.bytes, until.done - from.done)
+                                         : static_cast<double>(messages * directions);
+    f.iterations = static_cast<std::size_t>(std::llround(completed / static_cast<double>(directions)));
+    f.msg_rate_mpps = rate(completed) * 1e3;
+    f.bw_avg_bytes_per_s = rate(completed * result.bytes) * 1e9;
+    // A stretch of at least one window on every QP (or the whole run, if shorter).
+    const std::size_t stretch = std::min(points.back().done, static_cast<std::size_t>(o_.tx_depth) *
+                                                                static_cast<std::size_t>(o_.qps) * directions);
+    if (!o_.no_peak) f.bw_peak_bytes_per_s = std::max(PeakBytesPerSecond(points, stretch), f.bw_avg_bytes_per_s);
+    if (o_.bidirectional) {
+      // Each direction on its own: a's requests' payload, and the rest.
+      const auto direction = [&](auto bytes_of) {
+        BandwidthFigures::Direction d;
+        std::vector<StreamPoint> own;
+        for (const StreamPoint& p : points) own.push_back({p.ns, p.done / 2, bytes_of(p), 0});
+        const std::uint64_t bytes = bytes_of(until) - bytes_of(from);
+        d.bw_avg_bytes_per_s = rate(static_cast<double>(bytes)) * 1e9;
+        d.msg_rate_mpps = rate(messages_in(bytes, (until.done - from.done) / 2)) * 1e3;
+        if (!o_.no_peak) d.bw_peak_bytes_per_s = std::max(PeakBytesPerSecond(own, stretch / 2), d.bw_avg_bytes_per_s);
+        return d;
+      };
+      f.local = direction([](const StreamPoint& p) { return p.local_bytes; });
+      f.remote = direction([](const StreamPoint& p) { return p.bytes - p.local_bytes; });
     }
     result.bandwidth = f;
     result.simulated_ops += points.back().done;
@@ -744,7 +802,7 @@ class Run {
     info["Mtu"] = p.mtu_bytes;
     info["Link_type"] = p.transport == Transport::kInfiniBand ? "IB" : "Ethernet";
     if (plan_.op == Operation::kRead) {
-      info["Outstand_reads"] = o_.tx_depth;
+      info["Outstand_reads"] = ReadLimit(o_, plan_);
     } else {
       info["Max_inline_data"] = InlineMax(plan_, bandwidth ? "BW" : "Latency");
     }
@@ -967,6 +1025,12 @@ int main(int argc, char** argv) {
   app.add_flag("-b,--bidirectional", o.bidirectional,
                "both sides stream at once, as perftest's -b: the bandwidth and message rate are both directions' "
                "(bandwidth test)");
+  app.add_flag("--report-both", o.report_both,
+               "with -b, also each direction's figures: the local side's (a to b) and the remote side's (b to a)");
+  app.add_option("-o,--outs", o.outstanding_reads,
+                 "reads each QP may have outstanding (its ORD and IRD; default and most: the profile's, 16 on the "
+                 "presets)")
+      ->check(CLI::Range(1, 65535));
   app.add_option("-D,--duration", o.duration,
                  "run each test for this many seconds of simulated time instead of -n iterations, and measure "
                  "the middle half, as perftest's -D")
@@ -1006,6 +1070,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ndksim-perf: server %s ignored: both sides run in this process\n", o.server.c_str());
   }
   if (app.get_option("--out_json_file")->count() > 0) o.out_json = true;
+  if (o.report_both && !o.bidirectional) std::fprintf(stderr, "ndksim-perf: --report-both ignored: it is for -b\n");
   if (!entry.empty()) {
     const std::size_t underscore = entry.find('_');
     const bool bandwidth = entry.substr(underscore + 1) == "bw";

@@ -50,6 +50,8 @@ struct WorkloadConfig {
   /// Streams run both ways at once, as perftest's -b: node b streams the same requests to node a
   /// on the same QPs while a streams to b (Stream's `messages` in each direction).
   bool bidirectional = false;
+  /// Reads each QP may have outstanding, its ORD and IRD (perftest's -o); 0: the profile's most.
+  ULONG read_limit = 0;
 };
 
 /// What a stream did: the simulated time from its first post to its last completion, and the

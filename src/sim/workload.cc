@@ -38,6 +38,8 @@ Workload::Workload(const WorkloadConfig& c) : c_(c) {
   p.initiator_queue_depth = static_cast<ULONG>(InitiatorDepth(c.window));
   p.receive_queue_depth = static_cast<ULONG>(ReceiveDepth(c.window));
   p.cq_depth = static_cast<ULONG>(CqDepth(c.window, static_cast<std::uint64_t>(c.qps)));
+  const ULONG reads = c.read_limit > 0 ? c.read_limit : c.fabric.profile.max_outbound_read_limit;
+  if (reads > 0) p.inbound_read_limit = p.outbound_read_limit = reads;
   // Room for inline data only where this size may be posted inline (it makes WQEs larger).
   max_inline_ = c.fabric.profile.max_inline_bytes;
   const long long limit = std::min(c.inline_size >= 0 ? c.inline_size : LatencyInlineDefault(c.op), max_inline_);
@@ -87,6 +89,10 @@ void Workload::Validate(const WorkloadConfig& c) {
     refuse(fmt::format("qps is {}; with a window of {}, profile {} allows at most {} QPs (each side's CQs serve "
                        "every QP, {} entries per QP, at most {} entries per CQ)", c.qps, c.window, p.name,
                        MaxQps(p, c.window), CqDepth(c.window, 1), p.max_cq_depth));
+  }
+  if (c.read_limit > p.max_outbound_read_limit || c.read_limit > p.max_inbound_read_limit) {
+    refuse(fmt::format("a read limit of {} is above profile {}'s {} outstanding reads per QP", c.read_limit, p.name,
+                       std::min(p.max_outbound_read_limit, p.max_inbound_read_limit)));
   }
   if (c.bytes > p.max_transfer_bytes) {
     refuse(fmt::format("a message of {} bytes is larger than profile {}'s maximum transfer of {} bytes", c.bytes,
