@@ -344,6 +344,28 @@ TEST(PerfCli, ALatencyTestForADurationPrintsPerftestsDurationColumns) {
 
 TEST(PerfCli, ADurationAndAnIterationCountAreRefusedTogether) { ExpectRefused("write_bw -D 1 -n 10", "-D and -n"); }
 
+// A perftest user's command line, unchanged but for the program's name: the host's device name,
+// its port, GID index, TCP port and CPU-frequency check are taken and reported, and the run is the
+// default profile's.
+TEST(PerfCli, APerftestClientsCommandLineRunsUnchanged) {
+  const Outcome o = Perf("write_bw -d mlx5_0 -i 1 -x 3 -F -p 18515 -S 0 -T 0 --report_gbits -q 4 -n 50 192.0.2.1");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_THAT(o.err, HasSubstr("device mlx5_0 is not a simulated profile: connectx-100g-roce runs"));
+  for (const char* option : {"-i", "-x", "-F", "-p", "-S", "-T"}) {
+    EXPECT_THAT(o.err, HasSubstr(std::string("ndksim-perf: ") + option + " ignored")) << option;
+  }
+  EXPECT_THAT(o.out, HasSubstr("BW average[Gb/sec]"));
+}
+
+TEST(PerfCli, ADeviceThatIsAProfileChoosesIt) {
+  const Outcome o = Perf("write_bw -d iwarp -n 10");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("Device (profile): iwarp"));
+  EXPECT_THAT(o.err, Not(HasSubstr("not a simulated profile")));
+}
+
+TEST(PerfCli, TwoDifferentDevicesAreRefused) { ExpectRefused("-d iwarp --profile functional", "name two devices"); }
+
 // A perftest client's command line ends with the server's address.
 TEST(PerfCli, APerftestClientsServerAddressIsAcceptedAndReportedIgnored) {
   const Outcome o = Perf("write_bw -n 10 192.0.2.7");

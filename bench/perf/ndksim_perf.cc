@@ -948,10 +948,16 @@ int main(int argc, char** argv) {
   app.add_option("--op", o.op, "operation: write, read or send (perftest's ib_<op>_lat / ib_<op>_bw)")
       ->check(CLI::IsMember({"write", "read", "send"}))
       ->capture_default_str();
-  app.add_option("-d,--ib-dev,--profile", o.profile,
+  app.add_option("--profile", o.profile,
                  fmt::format("the simulated device (hardware profile): {}", fmt::join(ProfileNames(), ", ")))
       ->check(CLI::IsMember(ProfileNames()))
       ->capture_default_str();
+  // perftest's -d names the host's RDMA device (mlx5_0): a profile's name chooses that profile,
+  // and any other device name runs the default one, with a note, so perftest's command line runs.
+  std::string ib_dev;
+  app.add_option("-d,--ib-dev", ib_dev,
+                 "perftest's device: a profile's name chooses that profile (as --profile); another device name "
+                 "(mlx5_0) runs the default profile, with a note on stderr");
   app.add_option("-s,--size", o.size,
                  fmt::format("message size in bytes, or with K, M or G (default: {})", fmt::join(kDefaultSizes, ", ")))
       ->transform(SizeWithSuffix())
@@ -1042,7 +1048,13 @@ int main(int argc, char** argv) {
   // runs as it is, and reported as ignored.
   bool ignored_f = false;
   bool ignored_r = false;
+  bool ignored_z = false;
   int ignored_gid = 0;
+  int ignored_port = 0;
+  int ignored_tcp_port = 0;
+  int ignored_sl = 0;
+  int ignored_tos = 0;
+  int ignored_rx_depth = 0;
   struct Ignored {
     const CLI::Option* option;
     const char* name;
@@ -1055,6 +1067,20 @@ int main(int argc, char** argv) {
        "NDK connects through its own interface"},
       {app.add_option("-x,--gid-index", ignored_gid, "perftest's; ignored: the simulated port has one address"), "-x",
        "the simulated port has one address"},
+      {app.add_option("-i,--ib-port", ignored_port, "perftest's; ignored: the simulated RNIC has one port"), "-i",
+       "the simulated RNIC has one port"},
+      {app.add_option("-p,--port", ignored_tcp_port,
+                      "perftest's; ignored: no TCP exchange, both sides run in this process"),
+       "-p", "no TCP exchange, both sides run in this process"},
+      {app.add_option("-S,--sl", ignored_sl, "perftest's; ignored: the simulated fabric has one service level"), "-S",
+       "the simulated fabric has one service level"},
+      {app.add_option("-T,--tos", ignored_tos, "perftest's; ignored: the simulated fabric has one traffic class"),
+       "-T", "the simulated fabric has one traffic class"},
+      {app.add_option("-r,--rx-depth", ignored_rx_depth,
+                      "perftest's; ignored: the receive queues are kept full, their depth following -t"),
+       "-r", "the receive queues are kept full, their depth following -t"},
+      {app.add_flag("-z,--comm_rdma_cm", ignored_z, "perftest's; ignored: no out-of-band exchange here"), "-z",
+       "no out-of-band exchange here"},
   };
   try {
     app.parse(argc, argv);
@@ -1065,6 +1091,19 @@ int main(int argc, char** argv) {
   }
   for (const Ignored& i : ignored) {
     if (i.option->count() > 0) std::fprintf(stderr, "ndksim-perf: %s ignored: %s\n", i.name, i.why);
+  }
+  if (!ib_dev.empty()) {
+    if (FindProfile(ib_dev) != nullptr) {
+      if (app.get_option("--profile")->count() > 0 && ib_dev != o.profile) {
+        std::fprintf(stderr, "ndksim-perf: -d %s and --profile %s name two devices: give one\n", ib_dev.c_str(),
+                     o.profile.c_str());
+        return 2;
+      }
+      o.profile = ib_dev;
+    } else {
+      std::fprintf(stderr, "ndksim-perf: device %s is not a simulated profile: %s runs (--profile: %s)\n",
+                   ib_dev.c_str(), o.profile.c_str(), fmt::format("{}", fmt::join(ProfileNames(), ", ")).c_str());
+    }
   }
   if (!o.server.empty()) {
     std::fprintf(stderr, "ndksim-perf: server %s ignored: both sides run in this process\n", o.server.c_str());
