@@ -141,6 +141,19 @@ struct OpenAdapter {
   Driver* driver = nullptr;
 };
 
+// An executive resource's or a push lock's holders and waiters (ERESOURCE and EX_PUSH_LOCK hold
+// no state of their own here). Every release pulses `changed`, and each waiter looks again.
+struct RwLock {
+  enum class Kind : std::uint8_t { kResource, kPushLock };
+  Kind kind = Kind::kResource;
+  Context* exclusive = nullptr;
+  std::uint32_t exclusive_count = 0;        // the exclusive holder's acquisitions
+  std::map<Context*, std::uint32_t> shared;  // shared holders and their acquisitions
+  std::uint32_t exclusive_waiters = 0;
+  std::uint32_t shared_waiters = 0;
+  DispatcherObject changed{};               // a notification event, pulsed on every release
+};
+
 struct Environment::Impl {
   Impl(Fabric& fabric, const EnvironmentConfig& config);
   ~Impl();
@@ -262,6 +275,8 @@ struct Environment::Impl {
   std::vector<std::unique_ptr<Driver>> drivers;
   std::vector<std::unique_ptr<ThreadObject>> thread_objects;
   std::map<PEX_RUNDOWN_REF, DispatcherObject> rundown_waits;
+  std::map<const void*, RwLock> rw_locks;                      // by ERESOURCE or EX_PUSH_LOCK address
+  std::map<const GENERAL_LOOKASIDE*, ULONG> lookaside_lists;  // initialized lists and their flags
   std::map<PWSK_REGISTRATION, std::unique_ptr<WskRegistrationRecord>> wsk;
   std::vector<OpenAdapter> adapters;
   NdkInterposer ndk;                     // the NDK layer in front of every adapter's objects

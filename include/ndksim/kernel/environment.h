@@ -70,7 +70,9 @@ struct PreemptionPoints {
                             // that lowers the IRQL back
   bool events = false;      // KeSetEvent (after it), KeResetEvent, KeClearEvent, and before a wait
   bool ndk_calls = false;   // before every call through an NDK object's dispatch table
-  static constexpr PreemptionPoints All() { return {true, true, true}; }
+  bool locks = false;       // before acquiring a fast or guarded mutex, a resource or a push lock,
+                            // and after releasing one
+  static constexpr PreemptionPoints All() { return {true, true, true, true}; }
 };
 
 struct EnvironmentConfig {

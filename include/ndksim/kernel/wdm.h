@@ -825,6 +825,197 @@ VOID ExReleaseRundownProtectionEx(PEX_RUNDOWN_REF RunRef, ULONG Count);
 VOID ExWaitForRundownProtectionRelease(PEX_RUNDOWN_REF RunRef);
 VOID ExRundownCompleted(PEX_RUNDOWN_REF RunRef);
 
+/* ---- lookaside lists ----------------------------------------------------------------------- */
+/* Fixed-size blocks of one pool type and tag. Every allocation comes from the list's allocate
+ * routine (the pool when it is NULL) and every free goes to its free routine (the pool when NULL):
+ * the environment caches no entries, so the pool's leak, double-free and use-after-free checks see
+ * each one. Depth is kept and ignored. The counters are the list's own. */
+struct _LOOKASIDE_LIST_EX;
+typedef PVOID ALLOCATE_FUNCTION(POOL_TYPE PoolType, SIZE_T NumberOfBytes, ULONG Tag);
+typedef ALLOCATE_FUNCTION *PALLOCATE_FUNCTION;
+typedef VOID FREE_FUNCTION(PVOID Buffer);
+typedef FREE_FUNCTION *PFREE_FUNCTION;
+typedef PVOID ALLOCATE_FUNCTION_EX(POOL_TYPE PoolType, SIZE_T NumberOfBytes, ULONG Tag,
+                                   struct _LOOKASIDE_LIST_EX *Lookaside);
+typedef ALLOCATE_FUNCTION_EX *PALLOCATE_FUNCTION_EX;
+typedef VOID FREE_FUNCTION_EX(PVOID Buffer, struct _LOOKASIDE_LIST_EX *Lookaside);
+typedef FREE_FUNCTION_EX *PFREE_FUNCTION_EX;
+
+typedef struct DECLSPEC_CACHEALIGN _GENERAL_LOOKASIDE {
+    SINGLE_LIST_ENTRY ListHead; /* unused: nothing is cached */
+    USHORT Depth;
+    USHORT MaximumDepth;
+    ULONG TotalAllocates;
+    ULONG AllocateMisses;
+    ULONG TotalFrees;
+    ULONG FreeMisses;
+    POOL_TYPE Type;
+    ULONG Tag;
+    ULONG Size;
+    union {
+        PALLOCATE_FUNCTION_EX AllocateEx;
+        PALLOCATE_FUNCTION Allocate;
+    };
+    union {
+        PFREE_FUNCTION_EX FreeEx;
+        PFREE_FUNCTION Free;
+    };
+    LIST_ENTRY ListEntry;
+    ULONG LastTotalAllocates;
+    ULONG LastAllocateMisses;
+    ULONG Future[2];
+} GENERAL_LOOKASIDE, *PGENERAL_LOOKASIDE;
+
+typedef struct _NPAGED_LOOKASIDE_LIST {
+    GENERAL_LOOKASIDE L;
+} NPAGED_LOOKASIDE_LIST, *PNPAGED_LOOKASIDE_LIST;
+typedef struct _PAGED_LOOKASIDE_LIST {
+    GENERAL_LOOKASIDE L;
+} PAGED_LOOKASIDE_LIST, *PPAGED_LOOKASIDE_LIST;
+typedef struct _LOOKASIDE_LIST_EX {
+    GENERAL_LOOKASIDE L;
+} LOOKASIDE_LIST_EX, *PLOOKASIDE_LIST_EX;
+
+/* The Flags of ExInitialize(N)PagedLookasideList: no-execute pool (the environment's pool is
+ * never executable) and raise on failure. */
+#define POOL_NX_ALLOCATION 512
+#define POOL_RAISE_IF_ALLOCATION_FAILURE 16
+#define EX_LOOKASIDE_LIST_EX_FLAGS_RAISE_ON_FAIL 0x00000001UL
+#define EX_LOOKASIDE_LIST_EX_FLAGS_FAIL_NO_RAISE 0x00000002UL
+#define LOOKASIDE_MINIMUM_BLOCK_SIZE (sizeof(SINGLE_LIST_ENTRY))
+
+VOID ExInitializeNPagedLookasideList(PNPAGED_LOOKASIDE_LIST Lookaside, PALLOCATE_FUNCTION Allocate,
+                                     PFREE_FUNCTION Free, ULONG Flags, SIZE_T Size, ULONG Tag, USHORT Depth);
+VOID ExDeleteNPagedLookasideList(PNPAGED_LOOKASIDE_LIST Lookaside);
+PVOID ExAllocateFromNPagedLookasideList(PNPAGED_LOOKASIDE_LIST Lookaside);
+VOID ExFreeToNPagedLookasideList(PNPAGED_LOOKASIDE_LIST Lookaside, PVOID Entry);
+VOID ExInitializePagedLookasideList(PPAGED_LOOKASIDE_LIST Lookaside, PALLOCATE_FUNCTION Allocate,
+                                    PFREE_FUNCTION Free, ULONG Flags, SIZE_T Size, ULONG Tag, USHORT Depth);
+VOID ExDeletePagedLookasideList(PPAGED_LOOKASIDE_LIST Lookaside);
+PVOID ExAllocateFromPagedLookasideList(PPAGED_LOOKASIDE_LIST Lookaside);
+VOID ExFreeToPagedLookasideList(PPAGED_LOOKASIDE_LIST Lookaside, PVOID Entry);
+NTSTATUS ExInitializeLookasideListEx(PLOOKASIDE_LIST_EX Lookaside, PALLOCATE_FUNCTION_EX Allocate,
+                                     PFREE_FUNCTION_EX Free, POOL_TYPE PoolType, ULONG Flags, SIZE_T Size,
+                                     ULONG Tag, USHORT Depth);
+VOID ExDeleteLookasideListEx(PLOOKASIDE_LIST_EX Lookaside);
+PVOID ExAllocateFromLookasideListEx(PLOOKASIDE_LIST_EX Lookaside);
+VOID ExFreeToLookasideListEx(PLOOKASIDE_LIST_EX Lookaside, PVOID Entry);
+VOID ExFlushLookasideListEx(PLOOKASIDE_LIST_EX Lookaside);
+#define ExInitializeNPagedLookasideList(Lookaside, Allocate, Free, Flags, Size, Tag, Depth) \
+    NDKSIM_AT(ExInitializeNPagedLookasideList((Lookaside), (Allocate), (Free), (Flags), (Size), (Tag), (Depth)))
+#define ExInitializePagedLookasideList(Lookaside, Allocate, Free, Flags, Size, Tag, Depth) \
+    NDKSIM_AT(ExInitializePagedLookasideList((Lookaside), (Allocate), (Free), (Flags), (Size), (Tag), (Depth)))
+#define ExInitializeLookasideListEx(Lookaside, Allocate, Free, PoolType, Flags, Size, Tag, Depth) \
+    NDKSIM_AT(ExInitializeLookasideListEx((Lookaside), (Allocate), (Free), (PoolType), (Flags), (Size), (Tag), (Depth)))
+#define ExAllocateFromNPagedLookasideList(Lookaside) NDKSIM_AT(ExAllocateFromNPagedLookasideList(Lookaside))
+#define ExAllocateFromPagedLookasideList(Lookaside) NDKSIM_AT(ExAllocateFromPagedLookasideList(Lookaside))
+#define ExAllocateFromLookasideListEx(Lookaside) NDKSIM_AT(ExAllocateFromLookasideListEx(Lookaside))
+#define ExFreeToNPagedLookasideList(Lookaside, Entry) NDKSIM_AT(ExFreeToNPagedLookasideList((Lookaside), (Entry)))
+#define ExFreeToPagedLookasideList(Lookaside, Entry) NDKSIM_AT(ExFreeToPagedLookasideList((Lookaside), (Entry)))
+#define ExFreeToLookasideListEx(Lookaside, Entry) NDKSIM_AT(ExFreeToLookasideListEx((Lookaside), (Entry)))
+#define ExDeleteNPagedLookasideList(Lookaside) NDKSIM_AT(ExDeleteNPagedLookasideList(Lookaside))
+#define ExDeletePagedLookasideList(Lookaside) NDKSIM_AT(ExDeletePagedLookasideList(Lookaside))
+#define ExDeleteLookasideListEx(Lookaside) NDKSIM_AT(ExDeleteLookasideListEx(Lookaside))
+
+/* ---- fast and guarded mutexes --------------------------------------------------------------- */
+/* Not recursive: acquiring one the thread holds is reported as the deadlock it is. A fast mutex
+ * raises the IRQL to APC_LEVEL while held (ExAcquireFastMutex); the Unsafe forms require the
+ * caller to be in a critical region already, or at APC_LEVEL, and leave the IRQL alone. A guarded
+ * mutex is the same lock held in a guarded region. */
+typedef struct _FAST_MUTEX {
+    volatile LONG Count; /* 1 free; 0 held; below 0 held with waiters */
+    PVOID Owner;
+    ULONG Contention;
+    KEVENT Event;
+    ULONG OldIrql;
+} FAST_MUTEX, *PFAST_MUTEX, KGUARDED_MUTEX, *PKGUARDED_MUTEX;
+VOID ExInitializeFastMutex(PFAST_MUTEX FastMutex);
+VOID ExAcquireFastMutex(PFAST_MUTEX FastMutex);
+VOID ExReleaseFastMutex(PFAST_MUTEX FastMutex);
+BOOLEAN ExTryToAcquireFastMutex(PFAST_MUTEX FastMutex);
+VOID ExAcquireFastMutexUnsafe(PFAST_MUTEX FastMutex);
+VOID ExReleaseFastMutexUnsafe(PFAST_MUTEX FastMutex);
+VOID KeInitializeGuardedMutex(PKGUARDED_MUTEX Mutex);
+VOID KeAcquireGuardedMutex(PKGUARDED_MUTEX Mutex);
+VOID KeReleaseGuardedMutex(PKGUARDED_MUTEX Mutex);
+BOOLEAN KeTryToAcquireGuardedMutex(PKGUARDED_MUTEX Mutex);
+VOID KeAcquireGuardedMutexUnsafe(PKGUARDED_MUTEX Mutex);
+VOID KeReleaseGuardedMutexUnsafe(PKGUARDED_MUTEX Mutex);
+#define ExAcquireFastMutex(FastMutex) NDKSIM_AT(ExAcquireFastMutex(FastMutex))
+#define ExReleaseFastMutex(FastMutex) NDKSIM_AT(ExReleaseFastMutex(FastMutex))
+#define ExTryToAcquireFastMutex(FastMutex) NDKSIM_AT(ExTryToAcquireFastMutex(FastMutex))
+#define ExAcquireFastMutexUnsafe(FastMutex) NDKSIM_AT(ExAcquireFastMutexUnsafe(FastMutex))
+#define ExReleaseFastMutexUnsafe(FastMutex) NDKSIM_AT(ExReleaseFastMutexUnsafe(FastMutex))
+#define KeAcquireGuardedMutex(Mutex) NDKSIM_AT(KeAcquireGuardedMutex(Mutex))
+#define KeReleaseGuardedMutex(Mutex) NDKSIM_AT(KeReleaseGuardedMutex(Mutex))
+#define KeTryToAcquireGuardedMutex(Mutex) NDKSIM_AT(KeTryToAcquireGuardedMutex(Mutex))
+#define KeAcquireGuardedMutexUnsafe(Mutex) NDKSIM_AT(KeAcquireGuardedMutexUnsafe(Mutex))
+#define KeReleaseGuardedMutexUnsafe(Mutex) NDKSIM_AT(KeReleaseGuardedMutexUnsafe(Mutex))
+
+/* ---- executive resources and push locks ------------------------------------------------------ */
+/* Reader/writer locks. An ERESOURCE may be acquired again by a thread that holds it (exclusively:
+ * either way; shared: shared), and is released once per acquisition; it is taken inside a critical
+ * region (KeEnterCriticalRegion, or the ExEnterCriticalRegionAndAcquire forms), which is checked.
+ * Waiting exclusive acquirers go before later shared ones. A push lock is not recursive. The
+ * holders are the environment's to track: the structures hold no pointers of their own. */
+typedef struct _ERESOURCE {
+    LIST_ENTRY SystemResourcesList;
+    PVOID OwnerTable;
+    SHORT ActiveCount;
+    USHORT Flag;
+    PVOID SharedWaiters;
+    PVOID ExclusiveWaiters;
+    ULONG_PTR Reserved[8];
+} ERESOURCE, *PERESOURCE;
+typedef ULONG_PTR ERESOURCE_THREAD, *PERESOURCE_THREAD;
+NTSTATUS ExInitializeResourceLite(PERESOURCE Resource);
+NTSTATUS ExReinitializeResourceLite(PERESOURCE Resource);
+NTSTATUS ExDeleteResourceLite(PERESOURCE Resource);
+BOOLEAN ExAcquireResourceExclusiveLite(PERESOURCE Resource, BOOLEAN Wait);
+BOOLEAN ExAcquireResourceSharedLite(PERESOURCE Resource, BOOLEAN Wait);
+BOOLEAN ExAcquireSharedStarveExclusive(PERESOURCE Resource, BOOLEAN Wait);
+BOOLEAN ExAcquireSharedWaitForExclusive(PERESOURCE Resource, BOOLEAN Wait);
+BOOLEAN ExTryToAcquireResourceExclusiveLite(PERESOURCE Resource);
+VOID ExReleaseResourceLite(PERESOURCE Resource);
+VOID ExReleaseResourceForThreadLite(PERESOURCE Resource, ERESOURCE_THREAD ResourceThreadId);
+VOID ExConvertExclusiveToSharedLite(PERESOURCE Resource);
+BOOLEAN ExIsResourceAcquiredExclusiveLite(PERESOURCE Resource);
+ULONG ExIsResourceAcquiredSharedLite(PERESOURCE Resource);
+#define ExIsResourceAcquiredLite ExIsResourceAcquiredSharedLite
+ULONG ExGetExclusiveWaiterCount(PERESOURCE Resource);
+ULONG ExGetSharedWaiterCount(PERESOURCE Resource);
+ERESOURCE_THREAD ExGetCurrentResourceThread(VOID);
+PVOID ExEnterCriticalRegionAndAcquireResourceExclusive(PERESOURCE Resource);
+PVOID ExEnterCriticalRegionAndAcquireResourceShared(PERESOURCE Resource);
+VOID ExReleaseResourceAndLeaveCriticalRegion(PERESOURCE Resource);
+#define ExReleaseResource(Resource) ExReleaseResourceLite(Resource)
+#define ExAcquireResourceExclusiveLite(Resource, Wait) NDKSIM_AT(ExAcquireResourceExclusiveLite((Resource), (Wait)))
+#define ExAcquireResourceSharedLite(Resource, Wait) NDKSIM_AT(ExAcquireResourceSharedLite((Resource), (Wait)))
+#define ExAcquireSharedStarveExclusive(Resource, Wait) NDKSIM_AT(ExAcquireSharedStarveExclusive((Resource), (Wait)))
+#define ExAcquireSharedWaitForExclusive(Resource, Wait) NDKSIM_AT(ExAcquireSharedWaitForExclusive((Resource), (Wait)))
+#define ExReleaseResourceLite(Resource) NDKSIM_AT(ExReleaseResourceLite(Resource))
+#define ExDeleteResourceLite(Resource) NDKSIM_AT(ExDeleteResourceLite(Resource))
+
+typedef struct _EX_PUSH_LOCK {
+    union {
+        volatile ULONG_PTR Value;
+        volatile PVOID Ptr;
+    };
+} EX_PUSH_LOCK, *PEX_PUSH_LOCK;
+VOID ExInitializePushLock(PEX_PUSH_LOCK PushLock);
+VOID ExAcquirePushLockExclusiveEx(PEX_PUSH_LOCK PushLock, ULONG Flags);
+VOID ExAcquirePushLockSharedEx(PEX_PUSH_LOCK PushLock, ULONG Flags);
+VOID ExReleasePushLockExclusiveEx(PEX_PUSH_LOCK PushLock, ULONG Flags);
+VOID ExReleasePushLockSharedEx(PEX_PUSH_LOCK PushLock, ULONG Flags);
+#define ExAcquirePushLockExclusive(PushLock) ExAcquirePushLockExclusiveEx((PushLock), 0)
+#define ExAcquirePushLockShared(PushLock) ExAcquirePushLockSharedEx((PushLock), 0)
+#define ExReleasePushLockExclusive(PushLock) ExReleasePushLockExclusiveEx((PushLock), 0)
+#define ExReleasePushLockShared(PushLock) ExReleasePushLockSharedEx((PushLock), 0)
+#define ExAcquirePushLockExclusiveEx(PushLock, Flags) NDKSIM_AT(ExAcquirePushLockExclusiveEx((PushLock), (Flags)))
+#define ExAcquirePushLockSharedEx(PushLock, Flags) NDKSIM_AT(ExAcquirePushLockSharedEx((PushLock), (Flags)))
+#define ExReleasePushLockExclusiveEx(PushLock, Flags) NDKSIM_AT(ExReleasePushLockExclusiveEx((PushLock), (Flags)))
+#define ExReleasePushLockSharedEx(PushLock, Flags) NDKSIM_AT(ExReleasePushLockSharedEx((PushLock), (Flags)))
+
 /* ---- drivers, devices, work items ------------------------------------------------------------ */
 struct _DRIVER_OBJECT;
 struct _DEVICE_OBJECT;
