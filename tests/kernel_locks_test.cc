@@ -105,6 +105,28 @@ TEST_P(KernelLocks, VerifierReportsAFastMutexReleasedUnheld) {
   EXPECT_EQ(ViolationOf(&ViolationFastMutexReleasedUnheld), "FAST_MUTEX");
 }
 
+// ---- kernel mutexes and semaphores ----
+
+TEST_P(KernelLocks, AKernelMutexExcludesAndItsOwnerTakesItAgain) {
+  Run([] { ScenarioKernelMutexExcludesAndRecurses(3, 4); });
+  EXPECT_EQ(g_lock_results.counter, 12);
+  EXPECT_EQ(g_lock_results.mutex_state_after, 1);  // free: every acquisition was released
+}
+
+TEST_P(KernelLocks, ASemaphoreAdmitsAsManyHoldersAsItsCount) {
+  Run([] { ScenarioSemaphoreAdmitsItsCount(4); });
+  EXPECT_EQ(g_lock_results.max_readers_inside, 2);
+  EXPECT_EQ(g_lock_results.readers_inside, 0);
+}
+
+TEST_P(KernelLocks, VerifierReportsAKernelMutexReleasedUnheld) {
+  EXPECT_EQ(ViolationOf(&ViolationKernelMutexReleasedUnheld), "MUTEX");
+}
+
+TEST_P(KernelLocks, VerifierReportsASemaphoreReleasedAboveItsLimit) {
+  EXPECT_EQ(ViolationOf(&ViolationSemaphoreAboveItsLimit), "SEMAPHORE");
+}
+
 // ---- executive resources ----
 
 TEST_P(KernelLocks, ResourceReadersShareAndAWriterIsAlone) {

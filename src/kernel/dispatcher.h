@@ -34,6 +34,8 @@ struct DispatcherObject {
   enum class Kind : std::uint8_t {
     kNotificationEvent = 0,
     kSynchronizationEvent = 1,
+    kMutant = 2,
+    kSemaphore = 5,
     kThread = 6,
     kNotificationTimer = 8,
     kSynchronizationTimer = 9,
@@ -42,6 +44,23 @@ struct DispatcherObject {
   std::int32_t signal_state = 0;
   WaitBlock* first = nullptr;  // waiters, in the order they began to wait
   WaitBlock* last = nullptr;
+};
+
+// A KMUTANT (KMUTEX) as the dispatcher sees it: the header, the C structure's list entry, and the
+// owner, KeGetCurrentThread's value for the thread that holds it (nullptr while free). A wait
+// satisfied by a mutex its thread owns acquires it again (signal_state goes below zero).
+struct MutantObject {
+  DispatcherObject header;
+  void* list_entry[2] = {nullptr, nullptr};
+  void* owner = nullptr;
+  std::uint8_t abandoned = 0;
+  std::uint8_t apc_disable = 0;
+};
+
+// A KSEMAPHORE: the header (signal_state is the count) and the limit.
+struct SemaphoreObject {
+  DispatcherObject header;
+  std::int32_t limit = 0;
 };
 
 enum class WaitType : std::uint8_t { kAll, kAny };
@@ -53,10 +72,21 @@ struct WaitOutcome {
 
 class Dispatcher {
  public:
-  // `now`: the simulated time (the fabric's clock).
-  Dispatcher(Scheduler& scheduler, std::function<TimePoint()> now);
+  // `now`: the simulated time (the fabric's clock); `owner_of`: the owner identity a mutex records
+  // for a kernel thread (Scheduler::kNone: the environment's own context), as KeGetCurrentThread
+  // gives it (none: a value of the thread's own).
+  Dispatcher(Scheduler& scheduler, std::function<TimePoint()> now,
+             std::function<void*(Scheduler::ThreadId)> owner_of = nullptr);
 
   static void InitializeEvent(DispatcherObject& event, DispatcherObject::Kind kind, bool signaled);
+  static void InitializeMutant(MutantObject& mutant);
+  static void InitializeSemaphore(SemaphoreObject& semaphore, std::int32_t count, std::int32_t limit);
+  // KeReleaseMutex, by its owner (the caller checks): one acquisition released; once none is left
+  // the mutex is free and goes to one waiter. Returns the previous state.
+  std::int32_t ReleaseMutant(MutantObject& mutant);
+  // KeReleaseSemaphore: the count grows by `adjustment` (the caller checks the limit), and as many
+  // waiters as it allows are released. Returns the previous count.
+  std::int32_t ReleaseSemaphore(SemaphoreObject& semaphore, std::int32_t adjustment);
   // KeSetEvent: signals the object (an event, or a timer or thread as they end), releasing what
   // waits on it; returns the previous state.
   std::int32_t SetEvent(DispatcherObject& event);
@@ -79,8 +109,14 @@ class Dispatcher {
   friend struct WaitBlock;
 
   bool Satisfiable(const Waiter& w, std::uint32_t* index) const;
-  // Consumes what satisfying the wait takes (a synchronization event's signal).
-  static void Consume(Waiter& w, std::uint32_t index);
+  // Whether `object` satisfies a wait of `thread` (a mutex satisfies its owner's).
+  bool Signaled(const DispatcherObject& object, Scheduler::ThreadId thread) const;
+  // Consumes what satisfying the wait takes (a synchronization event's signal, a semaphore's
+  // count, a mutex's ownership).
+  void Consume(Waiter& w, std::uint32_t index);
+  // Releases the waits a newly signaled `object` satisfies: all of them for a notification object;
+  // for the others one at a time, each the scheduler's seeded pick, while it stays signaled.
+  void ReleaseWaiters(DispatcherObject& object);
   // Unlinks the waiter's blocks, records the outcome, makes its thread runnable.
   void Release(Waiter& w, WaitOutcome outcome);
   // A blocked wait's description, for the scheduler's deadlock report.
@@ -90,6 +126,7 @@ class Dispatcher {
 
   Scheduler& scheduler_;
   std::function<TimePoint()> now_;
+  std::function<void*(Scheduler::ThreadId)> owner_of_;
   std::vector<Waiter*> timed_;  // blocked waits with a deadline
   std::vector<Waiter*> candidates_;  // SetEvent's working lists
   std::vector<Waiter*> ready_;

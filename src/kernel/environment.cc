@@ -64,7 +64,9 @@ Environment::Impl::Impl(Fabric& f, const EnvironmentConfig& c)
     : fabric(f),
       config(c),
       scheduler(c.seed, c.stack_bytes, Scheduler::Options{c.schedule, c.pct_depth, c.pct_steps}),
-      dispatcher(scheduler, [this] { return fabric.Now(); }) {
+      dispatcher(
+          scheduler, [this] { return fabric.Now(); },
+          [this](Scheduler::ThreadId id) -> void* { return id == Scheduler::kNone ? &home : &ContextOf(id); }) {
   if (fabric.Running()) throw std::logic_error("the kernel environment needs a fabric in stepped mode");
   scheduler.SetIdleHook([this] { return AdvanceTime(); });
   previous = current_environment;

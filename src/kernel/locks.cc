@@ -3,6 +3,7 @@
 // guarded mutexes, executive resources and push locks. Each checks what Driver Verifier checks
 // (IRQL, critical regions, ownership, recursion that deadlocks) and blocks the kernel thread
 // through the dispatcher, so the scheduler's seeded choices order the contenders.
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -16,8 +17,10 @@ using ndksim::kernel::BlockKind;
 using ndksim::kernel::Context;
 using ndksim::kernel::CurrentEnvironment;
 using ndksim::kernel::DispatcherObject;
+using ndksim::kernel::MutantObject;
 using ndksim::kernel::ObjectOf;
 using ndksim::kernel::RwLock;
+using ndksim::kernel::SemaphoreObject;
 using ndksim::kernel::Site;
 using ndksim::kernel::WaitType;
 using Impl = ndksim::kernel::Environment::Impl;
@@ -447,6 +450,70 @@ VOID ExDeleteLookasideListEx(PLOOKASIDE_LIST_EX Lookaside) {
   DeleteLookaside(CurrentEnvironment(), &Lookaside->L, "ExDeleteLookasideListEx");
 }
 VOID ExFlushLookasideListEx(PLOOKASIDE_LIST_EX Lookaside) { (void)Lookaside; }  // nothing is cached
+
+// ---- mutexes and semaphores (dispatcher objects) ----
+
+static_assert(sizeof(KMUTANT) == sizeof(MutantObject) && offsetof(KMUTANT, OwnerThread) == offsetof(MutantObject, owner));
+static_assert(sizeof(KSEMAPHORE) == sizeof(SemaphoreObject) && offsetof(KSEMAPHORE, Limit) == offsetof(SemaphoreObject, limit));
+
+VOID KeInitializeMutex(PRKMUTEX Mutex, ULONG Level) {
+  (void)Level;
+  ndksim::kernel::Dispatcher::InitializeMutant(*reinterpret_cast<MutantObject*>(Mutex));
+}
+
+LONG KeReleaseMutex(PRKMUTEX Mutex, BOOLEAN Wait) {
+  (void)Wait;
+  Impl& s = CurrentEnvironment();
+  const Site at = s.TakeSite();
+  s.RequireIrqlAtMost(DISPATCH_LEVEL, "KeReleaseMutex", at);
+  s.CheckLiveObject(Mutex, "KeReleaseMutex", at);
+  auto& mutant = *reinterpret_cast<MutantObject*>(Mutex);
+  if (mutant.owner != &s.Current()) {
+    s.Fail("MUTEX", fmt::format("KeReleaseMutex of mutex {}, which {}", fmt::ptr(Mutex),
+                                mutant.owner == nullptr ? "is not held (released twice?)" : "another thread owns"),
+           at);
+    return mutant.header.signal_state;
+  }
+  const LONG previous = s.dispatcher.ReleaseMutant(mutant);
+  s.PreemptionPoint(s.config.preemption.locks, "KeReleaseMutex");
+  return previous;
+}
+
+LONG KeReadStateMutex(PRKMUTEX Mutex) { return Mutex->Header.SignalState; }
+
+VOID KeInitializeSemaphore(PRKSEMAPHORE Semaphore, LONG Count, LONG Limit) {
+  Impl& s = CurrentEnvironment();
+  if (Count < 0 || Limit <= 0 || Count > Limit) {
+    s.Fail("SEMAPHORE", fmt::format("KeInitializeSemaphore with count {} and limit {} (0 <= count <= limit, and a "
+                                    "limit above 0)", Count, Limit),
+           s.TakeSite());
+    return;
+  }
+  ndksim::kernel::Dispatcher::InitializeSemaphore(*reinterpret_cast<SemaphoreObject*>(Semaphore), Count, Limit);
+}
+
+LONG KeReleaseSemaphore(PRKSEMAPHORE Semaphore, KPRIORITY Increment, LONG Adjustment, BOOLEAN Wait) {
+  (void)Increment;
+  (void)Wait;
+  Impl& s = CurrentEnvironment();
+  const Site at = s.TakeSite();
+  s.RequireIrqlAtMost(DISPATCH_LEVEL, "KeReleaseSemaphore", at);
+  s.CheckLiveObject(Semaphore, "KeReleaseSemaphore", at);
+  auto& semaphore = *reinterpret_cast<SemaphoreObject*>(Semaphore);
+  if (Adjustment <= 0 || semaphore.header.signal_state > semaphore.limit - Adjustment) {
+    // Windows raises STATUS_SEMAPHORE_LIMIT_EXCEEDED: the count is left as it was.
+    s.Fail("SEMAPHORE", fmt::format("KeReleaseSemaphore of semaphore {} by {} at count {}: above its limit of {} "
+                                    "(STATUS_SEMAPHORE_LIMIT_EXCEEDED)", fmt::ptr(Semaphore), Adjustment,
+                                    semaphore.header.signal_state, semaphore.limit),
+           at);
+    return semaphore.header.signal_state;
+  }
+  const LONG previous = s.dispatcher.ReleaseSemaphore(semaphore, Adjustment);
+  s.PreemptionPoint(s.config.preemption.locks, "KeReleaseSemaphore");
+  return previous;
+}
+
+LONG KeReadStateSemaphore(PRKSEMAPHORE Semaphore) { return Semaphore->Header.SignalState; }
 
 // ---- fast and guarded mutexes ----
 

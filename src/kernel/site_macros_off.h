@@ -72,3 +72,5 @@
 #undef ExAcquirePushLockSharedEx
 #undef ExReleasePushLockExclusiveEx
 #undef ExReleasePushLockSharedEx
+#undef KeReleaseMutex
+#undef KeReleaseSemaphore

@@ -33,6 +33,10 @@ static VOID Record(char who) {
     }
 }
 
+/* Holders inside a lock at once (resources, push locks, semaphores): defined below. */
+static VOID Inside(int writer);
+static VOID Outside(int writer);
+
 /* ---- lookaside lists ---- */
 
 static NPAGED_LOOKASIDE_LIST g_npaged;
@@ -172,6 +176,66 @@ VOID ViolationFastMutexReleasedUnheld(VOID) {
     FAST_MUTEX mutex;
     ExInitializeFastMutex(&mutex);
     ExReleaseFastMutex(&mutex); /* the violation */
+}
+
+/* ---- kernel mutexes and semaphores ---- */
+
+static KMUTEX g_kmutex;
+static KSEMAPHORE g_semaphore;
+static LONG volatile g_done;
+static int g_threads;
+
+static VOID IncrementUnderKernelMutex(PVOID Context) {
+    int i;
+    UNREFERENCED_PARAMETER(Context);
+    for (i = 0; i < g_rounds; ++i) {
+        LONG seen;
+        KeWaitForSingleObject(&g_kmutex, Executive, KernelMode, FALSE, NULL);
+        KeWaitForSingleObject(&g_kmutex, Executive, KernelMode, FALSE, NULL); /* its owner takes it again */
+        seen = g_lock_results.counter;
+        Pause(10);
+        g_lock_results.counter = seen + 1;
+        KeReleaseMutex(&g_kmutex, FALSE);
+        KeReleaseMutex(&g_kmutex, FALSE);
+    }
+    if (InterlockedIncrement(&g_done) == g_threads) g_lock_results.mutex_state_after = KeReadStateMutex(&g_kmutex);
+}
+
+VOID ScenarioKernelMutexExcludesAndRecurses(int threads, int rounds) {
+    int i;
+    KeInitializeMutex(&g_kmutex, 0);
+    g_rounds = rounds;
+    g_threads = threads;
+    g_done = 0;
+    g_lock_results.counter = 0;
+    for (i = 0; i < threads; ++i) StartThread(IncrementUnderKernelMutex, NULL);
+}
+
+static VOID HoldSemaphore(PVOID Context) {
+    UNREFERENCED_PARAMETER(Context);
+    KeWaitForSingleObject(&g_semaphore, Executive, KernelMode, FALSE, NULL);
+    Inside(0);
+    Pause(50);
+    Outside(0);
+    KeReleaseSemaphore(&g_semaphore, SEMAPHORE_INCREMENT, 1, FALSE);
+}
+
+VOID ScenarioSemaphoreAdmitsItsCount(int threads) {
+    int i;
+    KeInitializeSemaphore(&g_semaphore, 2, 2);
+    for (i = 0; i < threads; ++i) StartThread(HoldSemaphore, NULL);
+}
+
+VOID ViolationKernelMutexReleasedUnheld(VOID) {
+    KMUTEX mutex;
+    KeInitializeMutex(&mutex, 0);
+    KeReleaseMutex(&mutex, FALSE); /* the violation */
+}
+
+VOID ViolationSemaphoreAboveItsLimit(VOID) {
+    KSEMAPHORE semaphore;
+    KeInitializeSemaphore(&semaphore, 1, 1);
+    KeReleaseSemaphore(&semaphore, SEMAPHORE_INCREMENT, 1, FALSE); /* the violation: 2 > 1 */
 }
 
 /* ---- executive resources ---- */

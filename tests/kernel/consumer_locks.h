@@ -30,6 +30,7 @@ typedef struct LockTestResults {
     int32_t max_readers_inside;
     int32_t writers_inside;
     int32_t max_inside_with_writer; /* holders of any kind inside while a writer was */
+    int32_t mutex_state_after;  /* KeReadStateMutex once every thread is done */
     uint32_t shared_count;    /* ExIsResourceAcquiredSharedLite of a recursive holder */
     uint8_t exclusive_seen;   /* ExIsResourceAcquiredExclusiveLite of the exclusive holder */
     uint32_t exclusive_waiters_seen;
@@ -50,6 +51,12 @@ void ScenarioResourceReadersShareWritersExclude(int readers);
 void ScenarioResourceExclusiveWaiterGoesFirst(void);
 void ScenarioResourceRecursion(void);
 void ScenarioPushLockReadersShare(int readers);
+/* `threads` system threads each take the KMUTEX `rounds` times, twice over (it is recursive). */
+void ScenarioKernelMutexExcludesAndRecurses(int threads, int rounds);
+/* `threads` system threads hold a semaphore of count and limit 2 for a while each. */
+void ScenarioSemaphoreAdmitsItsCount(int threads);
+void ViolationKernelMutexReleasedUnheld(void);
+void ViolationSemaphoreAboveItsLimit(void);
 void ViolationLookasideNotInitialized(void);
 void ViolationFastMutexRecursive(void);
 void ViolationFastMutexReleasedUnheld(void);

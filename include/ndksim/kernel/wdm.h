@@ -471,6 +471,25 @@ typedef struct _KEVENT {
     DISPATCHER_HEADER Header;
 } KEVENT, *PKEVENT, *PRKEVENT;
 
+/* A mutex (a mutant): waited for with KeWaitForSingleObject/KeWaitForMultipleObjects, recursive for
+ * its owner, released once per acquisition by its owner. A semaphore: a count, each satisfied
+ * wait takes one, KeReleaseSemaphore adds. */
+#define NDKSIM_MUTANT_OBJECT 2
+#define NDKSIM_SEMAPHORE_OBJECT 5
+typedef struct _KMUTANT {
+    DISPATCHER_HEADER Header;
+    LIST_ENTRY MutantListEntry;
+    struct _KTHREAD *OwnerThread; /* KeGetCurrentThread() of the holder; NULL while free */
+    BOOLEAN Abandoned;
+    UCHAR ApcDisable;
+} KMUTANT, *PKMUTANT, *PRKMUTANT, KMUTEX, *PKMUTEX, *PRKMUTEX;
+typedef struct _KSEMAPHORE {
+    DISPATCHER_HEADER Header;
+    LONG Limit;
+} KSEMAPHORE, *PKSEMAPHORE, *PRKSEMAPHORE;
+#define MUTANT_INCREMENT 1
+#define SEMAPHORE_INCREMENT 1
+
 typedef struct _KWAIT_BLOCK {
     UCHAR Reserved[0x30];
 } KWAIT_BLOCK, *PKWAIT_BLOCK, *PRKWAIT_BLOCK;
@@ -488,6 +507,15 @@ NTSTATUS KeWaitForMultipleObjects(ULONG Count, PVOID Object[], WAIT_TYPE WaitTyp
                                   KPROCESSOR_MODE WaitMode, BOOLEAN Alertable, PLARGE_INTEGER Timeout,
                                   PKWAIT_BLOCK WaitBlockArray);
 NTSTATUS KeDelayExecutionThread(KPROCESSOR_MODE WaitMode, BOOLEAN Alertable, PLARGE_INTEGER Interval);
+VOID KeInitializeMutex(PRKMUTEX Mutex, ULONG Level);
+LONG KeReleaseMutex(PRKMUTEX Mutex, BOOLEAN Wait);
+LONG KeReadStateMutex(PRKMUTEX Mutex);
+VOID KeInitializeSemaphore(PRKSEMAPHORE Semaphore, LONG Count, LONG Limit);
+LONG KeReleaseSemaphore(PRKSEMAPHORE Semaphore, KPRIORITY Increment, LONG Adjustment, BOOLEAN Wait);
+LONG KeReadStateSemaphore(PRKSEMAPHORE Semaphore);
+#define KeReleaseMutex(Mutex, Wait) NDKSIM_AT(KeReleaseMutex((Mutex), (Wait)))
+#define KeReleaseSemaphore(Semaphore, Increment, Adjustment, Wait) \
+    NDKSIM_AT(KeReleaseSemaphore((Semaphore), (Increment), (Adjustment), (Wait)))
 #define KeSetEvent(Event, Increment, Wait) NDKSIM_AT(KeSetEvent((Event), (Increment), (Wait)))
 #define KeWaitForSingleObject(Object, WaitReason, WaitMode, Alertable, Timeout) \
     NDKSIM_AT(KeWaitForSingleObject((Object), (WaitReason), (WaitMode), (Alertable), (Timeout)))
