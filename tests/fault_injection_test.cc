@@ -411,6 +411,17 @@ TEST_F(Faults, AFailedPayloadReadFlushesThePeersReceives) {
   EXPECT_THAT(pair().Collect(b().receive_cq, 1), ElementsAre(HasStatus(STATUS_CANCELLED)));
 }
 
+// "Drop every request" matches the Terminate too, which travels as a request: the peer of the
+// failed QP never hears of it, and its receive stays posted.
+TEST_F(Faults, ARuleDroppingRequestsAlsoDropsTheTerminate) {
+  fabric().AddFault(FailPayloadRead());
+  fabric().AddFault(DropPackets(PacketClass::kRequest).At(*a().node).Always());
+  ASSERT_EQ(ReceiveAtB(256), STATUS_SUCCESS);
+  ASSERT_EQ(WriteFromA(4096), STATUS_SUCCESS);
+  EXPECT_THAT(OneInitiatorCompletion(), HasStatus(STATUS_INTERNAL_ERROR));
+  EXPECT_THAT(pair().Drain(b().receive_cq), IsEmpty());
+}
+
 // ---- the adapter ---------------------------------------------------------------------------------
 
 FaultRule FailAdapter(std::uint32_t node, TimePoint at) {

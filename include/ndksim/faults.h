@@ -139,7 +139,7 @@ inline constexpr std::size_t kFaultActionCount = std::size(detail::kFaultActions
 /// Which packets a kWire rule matches.
 #define NDKSIM_PACKET_CLASSES(X)                                            \
   X(kAny, "any")                     /**< every packet */                   \
-  X(kRequest, "request")             /**< send, write and read-request packets */ \
+  X(kRequest, "request")             /**< send, write and read-request packets, and the Terminate */ \
   X(kAcknowledge, "acknowledge")     /**< ACKs and NAKs */                  \
   X(kReadResponse, "read-response")  /**< read response packets */
 enum class PacketClass : std::uint8_t {
