@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -184,11 +185,16 @@ class Workload {
 
   void Wait(QpEnd& end, NDK_CQ* cq);
 
-  /// perftest's event loop: take what is there; if nothing, arm the CQ, take what came meanwhile,
-  /// and otherwise wait for the notification. `poll()` returns how many results it took; so does
-  /// this, or it throws after 1 s of simulated time without any.
+  /// A CQ an event loop waits on, and the side whose notifications count for it.
+  struct Watched {
+    QpEnd* end = nullptr;
+    NDK_CQ* cq = nullptr;
+  };
+  /// perftest's event loop over one or two CQs: take what is there (`poll()` says whether it took
+  /// anything); if nothing, arm every CQ, take what came meanwhile, and otherwise wait for a
+  /// notification. Throws after 1 s of simulated time without one.
   template <typename Poll>
-  ULONG AwaitWithEvent(QpEnd& end, NDK_CQ* cq, Poll poll);
+  void AwaitWithEvent(std::span<const Watched> watched, Poll poll);
 
   struct StreamSide;
   std::vector<StreamSide> StreamSides(std::size_t messages);

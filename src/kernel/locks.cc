@@ -283,8 +283,8 @@ void Pulse(Impl& s, RwLock& l) {
   (void)ndksim::kernel::Dispatcher::ResetEvent(l.changed);
 }
 
+// The caller has passed its preemption point: `l` stays this lock's while it is used here.
 bool AcquireRw(Impl& s, const void* lock, RwLock& l, Want want, bool wait, const char* service, const Site& at) {
-  s.PreemptionPoint(s.config.preemption.locks, service);
   Context* me = &s.Current();
   for (;;) {
     bool deadlock = false;
@@ -322,6 +322,13 @@ bool ReleaseRw(Impl& s, const void* lock, RwLock& l, Context* holder, const char
     return false;
   }
   Pulse(s, l);
+  // A free push lock nobody waits for is a zeroed one: its state goes, so the table holds only
+  // locks in use (push locks have no delete, and their memory is reused). Before the preemption
+  // point, after which `l` may be another thread's.
+  if (l.kind == RwLock::Kind::kPushLock && l.exclusive == nullptr && l.shared.empty() && l.exclusive_waiters == 0 &&
+      l.shared_waiters == 0) {
+    s.rw_locks.erase(lock);
+  }
   s.PreemptionPoint(s.config.preemption.locks, service);
   return true;
 }
@@ -354,6 +361,7 @@ RwLock& PushLock(Impl& s, PEX_PUSH_LOCK lock) {
 BOOLEAN AcquireResource(PERESOURCE resource, Want want, BOOLEAN wait, const char* service) {
   Impl& s = CurrentEnvironment();
   const Site at = s.TakeSite();
+  s.PreemptionPoint(s.config.preemption.locks, service);  // before the lock's state is looked up
   RwLock* l = ResourceState(s, resource, service, at);
   if (l == nullptr || !ApcsDisabled(s, RwLock::Kind::kResource, service, at)) return FALSE;
   return AcquireRw(s, resource, *l, want, wait != FALSE, service, at) ? TRUE : FALSE;
@@ -363,6 +371,7 @@ void AcquirePushLock(PEX_PUSH_LOCK lock, Want want, const char* service) {
   Impl& s = CurrentEnvironment();
   const Site at = s.TakeSite();
   if (!ApcsDisabled(s, RwLock::Kind::kPushLock, service, at)) return;
+  s.PreemptionPoint(s.config.preemption.locks, service);  // before the lock's state is looked up
   (void)AcquireRw(s, lock, PushLock(s, lock), want, true, service, at);
 }
 
@@ -371,7 +380,9 @@ void ReleasePushLock(PEX_PUSH_LOCK lock, bool exclusive, const char* service) {
   const Site at = s.TakeSite();
   RwLock& l = PushLock(s, lock);
   Context* me = &s.Current();
-  if (exclusive != (l.exclusive == me) && (l.exclusive == me || l.shared.count(me) != 0)) {
+  const bool holds_exclusive = l.exclusive == me;
+  const bool holds_shared = l.shared.count(me) != 0;
+  if ((exclusive && holds_shared) || (!exclusive && holds_exclusive)) {
     s.Fail("PUSH_LOCK", fmt::format("{} of push lock {}, which this thread holds {}", service, fmt::ptr(lock),
                                     exclusive ? "shared" : "exclusively"),
            at);

@@ -19,13 +19,23 @@
 namespace ndksim {
 
 template <typename Poll>
-ULONG Workload::AwaitWithEvent(QpEnd& end, NDK_CQ* cq, Poll poll) {
+void Workload::AwaitWithEvent(std::span<const Watched> watched, Poll poll) {
+  std::array<int, 2> notified{};  // a stream's two directions at most
+  if (watched.size() > notified.size()) throw std::logic_error("workload: an event loop over more than two CQs");
   for (;;) {
-    if (const ULONG n = poll(); n > 0) return n;
-    const int notified = end.cq_notifications;
-    cq->Dispatch->NdkArmCq(cq, NDK_CQ_NOTIFY_ANY);
-    if (const ULONG n = poll(); n > 0) return n;
-    if (!fabric().RunUntil([&] { return end.cq_notifications != notified; }, kCompletionLimit)) {
+    if (poll()) return;
+    for (std::size_t i = 0; i < watched.size(); ++i) {
+      notified[i] = watched[i].end->cq_notifications;
+      watched[i].cq->Dispatch->NdkArmCq(watched[i].cq, NDK_CQ_NOTIFY_ANY);
+    }
+    if (poll()) return;
+    const auto any_notified = [&] {
+      for (std::size_t i = 0; i < watched.size(); ++i) {
+        if (watched[i].end->cq_notifications != notified[i]) return true;
+      }
+      return false;
+    };
+    if (!fabric().RunUntil(any_notified, kCompletionLimit)) {
       throw HarnessError("workload: waiting 1 s of simulated time for a CQ notification", STATUS_IO_TIMEOUT);
     }
   }
@@ -330,26 +340,9 @@ void Workload::AwaitStreamCompletions(std::vector<StreamSide>& sides) {
     }
     return;
   }
-  // perftest's event loop, over each side's CQ: take what is there; if nothing, arm the CQs, take
-  // what came meanwhile, and otherwise wait for a notification.
-  for (;;) {
-    if (poll()) return;
-    std::vector<int> notified;
-    for (StreamSide& side : sides) {
-      notified.push_back(side.end.cq_notifications);
-      side.end.initiator_cq->Dispatch->NdkArmCq(side.end.initiator_cq, NDK_CQ_NOTIFY_ANY);
-    }
-    if (poll()) return;
-    const auto any_notified = [&] {
-      for (std::size_t s = 0; s < sides.size(); ++s) {
-        if (sides[s].end.cq_notifications != notified[s]) return true;
-      }
-      return false;
-    };
-    if (!fabric().RunUntil(any_notified, kCompletionLimit)) {
-      throw HarnessError("stream: waiting 1 s of simulated time for a CQ notification", STATUS_IO_TIMEOUT);
-    }
-  }
+  std::array<Watched, 2> watched{};
+  for (std::size_t s = 0; s < sides.size(); ++s) watched[s] = {&sides[s].end, sides[s].end.initiator_cq};
+  AwaitWithEvent(std::span<const Watched>(watched.data(), sides.size()), poll);
 }
 
 void Workload::Post(const StreamSide& side, NDK_QP* qp, void* ctx, ULONG nsge, ULONG flags) {
@@ -485,7 +478,8 @@ std::vector<double> Workload::WritePingPong(int iterations) {
 void Workload::Wait(QpEnd& end, NDK_CQ* cq) {
   if (c_.events) {
     NDK_RESULT r[1];
-    AwaitWithEvent(end, cq, [&] { return cq->Dispatch->NdkGetCqResults(cq, r, 1); });
+    const Watched watched[] = {{&end, cq}};
+    AwaitWithEvent(watched, [&] { return cq->Dispatch->NdkGetCqResults(cq, r, 1) > 0; });
     Check("workload request", r[0].Status);
     return;
   }
