@@ -139,7 +139,13 @@ void Completer::OnReadResponse(QpContext& qp, std::uint32_t packet_id) {
   const Qpn qpn = qp.qpn;
   const std::uint32_t wqe = d.control.wqe_counter;
   // A placement once issued lands: data already on its way to host memory cannot be recalled.
+  // It is issued when the sink's keys and pages are on chip (at once without a translation cache,
+  // in the node's order of writes).
   nic_.MutableCounters().payload_write_bytes += length;
+  Translation& tpt = nic_.Tpt();
+  const TimePoint translated =
+      tpt.FetchSges({d.sges.data(), d.control.sge_count}, offset, length, events_.Now());
+  WriteOrder* order = tpt.CachesEnabled() ? &qp.completer.read_placement : nullptr;
   nic_.Pcie().DmaWrite(length, [this, qpn, counter, wqe, offset, packet_id, last] {
     PacketPool& pkt_pool = nic_.GetPort().Pool();
     QpContext* q = nic_.FindQp(qpn);
@@ -172,7 +178,7 @@ void Completer::OnReadResponse(QpContext& qp, std::uint32_t packet_id) {
     rd->state = DescriptorState::kCompleted;
     nic_.Req().OnReadRetired(*q);
     Retire(*q);
-  }, &qp.counters);
+  }, &qp.counters, order, translated);
 }
 
 void Completer::OnReadGap(QpContext& qp, std::uint32_t counter, Psn expected) {

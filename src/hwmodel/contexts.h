@@ -256,6 +256,9 @@ struct CompleterState {
   // retires in its turn, and the QP enters the error state then (Completer::FailInOrder).
   bool deferred_error = false;
   std::uint32_t deferred_counter = 0;
+  // With a translation cache, a read response's placement may wait for its sink's key and pages:
+  // the QP's placements keep their order among themselves, and the read completes after its last.
+  WriteOrder read_placement;
 };
 
 struct QpContext {

@@ -332,8 +332,28 @@ void Requester::StagePacket(QpContext& qp, std::uint32_t counter, std::uint32_t 
     s.ready = true;
     return;
   }
+  // The read goes out when the payload's keys and pages are on chip; the QP's later packets wait
+  // behind it in the ring, other QPs' reads go on meanwhile.
+  const TimePoint now = events_.Now();
+  const TimePoint translated = nic_.Tpt().FetchSges({d.sges.data(), d.control.sge_count},
+                                                    std::uint64_t{index} * nic_.Profile().mtu_bytes, bytes, now);
+  if (translated == now) {
+    ReadPayload(qp, slot, bytes);
+    return;
+  }
   const Qpn qpn = qp.qpn;
   const std::uint64_t generation = r.generation;
+  events_.Schedule(translated, EventPriority::kDevice, [this, qpn, generation, slot, bytes] {
+    QpContext* q = nic_.FindQp(qpn);
+    // A rewind or an error meanwhile emptied the ring (its packet is released): nothing to read.
+    if (q == nullptr || q->state != QpState::kReadyToSend || q->requester.generation != generation) return;
+    ReadPayload(*q, slot, bytes);
+  });
+}
+
+void Requester::ReadPayload(QpContext& qp, std::uint32_t slot, std::uint32_t bytes) {
+  const Qpn qpn = qp.qpn;
+  const std::uint64_t generation = qp.requester.generation;
   nic_.MutableCounters().payload_read_bytes += bytes;
   nic_.Pcie().DmaRead(bytes, [this, qpn, generation, slot] { OnPayloadRead(qpn, generation, slot); }, &qp.counters);
 }

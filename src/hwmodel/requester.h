@@ -63,6 +63,8 @@ class Requester {
   bool Drain(QpContext& qp);
   // Builds packet `index` of WQE `counter` and stages it; issues its payload read if it has one.
   void StagePacket(QpContext& qp, std::uint32_t counter, std::uint32_t index, std::uint32_t bytes);
+  // The payload's DMA read, issued once its keys and pages are on chip (Translation::FetchSges).
+  void ReadPayload(QpContext& qp, std::uint32_t slot, std::uint32_t bytes);
   void OnPayloadRead(Qpn qpn, std::uint64_t generation, std::uint32_t slot);
   // Resumes registered with the port and the PCIe link: the transmitter, or a read slot, that
   // `qpn` waited for is free.

@@ -364,6 +364,10 @@ void Responder::OnSend(QpContext& qp, std::uint32_t packet_id) {
   const std::uint64_t offset = r.message_bytes;
   const std::uint32_t counter = r.receive_wqe;
   const Qpn qpn = qp.qpn;
+  // Placement waits for the receive WQE (r.placement_ready) and for its keys and pages on chip.
+  const TimePoint placement = std::max(
+      r.placement_ready,
+      nic_.Tpt().FetchSges({r.receive_sges.data(), r.receive_sge_count}, offset, length, events_.Now()));
   r.message_bytes += length;
   nic_.MutableCounters().payload_write_bytes += length;
   nic_.Pcie().DmaWrite(
@@ -385,7 +389,7 @@ void Responder::OnSend(QpContext& qp, std::uint32_t packet_id) {
         }
         pkt_pool.Release(packet_id);
       },
-      &qp.counters, &qp.write_order, r.placement_ready);
+      &qp.counters, &qp.write_order, placement);
   r.expected_psn = psn + 1;
   const Packet& pkt = pool.Get(packet_id);
   if (!Traits(pkt.opcode).last) {

@@ -126,6 +126,18 @@ TimePoint Translation::Fetch(MemoryKey key, std::uint64_t address, std::uint64_t
   return ready;
 }
 
+TimePoint Translation::FetchSges(std::span<const WqeDataSegment> sges, std::uint64_t offset, std::uint64_t length,
+                                 TimePoint now) {
+  if (!CachesEnabled()) return now;
+  TimePoint ready = now;
+  (void)ForEachSgePiece(sges, offset, length,
+                        [&](const WqeDataSegment& sge, std::uint64_t at, std::uint64_t n, std::uint64_t) {
+                          ready = std::max(ready, Fetch(MemoryKey{sge.local_key}, sge.address + at, n, now));
+                          return true;
+                        });
+  return ready;
+}
+
 CommandStatus Translation::Register(const MemoryRegistration& reg, MemoryKey* out, std::uint32_t* generation) {
   if (reg.length == 0 || reg.host_memory == nullptr) return CommandStatus::kInvalidArgument;
   if (reg.virtual_address + reg.length < reg.virtual_address) return CommandStatus::kInvalidArgument;

@@ -132,6 +132,12 @@ class Translation {
   // [address, address + length) are on chip for work at `now`. Misses read them over PCIe. A key
   // that names no live entry costs its MPT lookup alone (the check that follows refuses it).
   TimePoint Fetch(MemoryKey key, std::uint64_t address, std::uint64_t length, TimePoint now);
+  // The same for the local side of a transfer: the keys and pages of bytes [offset, offset +
+  // length) of a message laid out over `sges` (a payload gathered, a read response or an inbound
+  // send placed), one Fetch per piece.
+  TimePoint FetchSges(std::span<const WqeDataSegment> sges, std::uint64_t offset, std::uint64_t length, TimePoint now);
+  // False when no translation cache is modelled: every key and page is on chip, Fetch answers now.
+  bool CachesEnabled() const { return mpt_->Enabled() || mtt_->Enabled(); }
 
  private:
   struct Entry {
