@@ -20,6 +20,19 @@ constexpr std::int32_t kTimeout = 0x102;
 constexpr std::int32_t kNotFound = static_cast<std::int32_t>(0xC0000225u);
 constexpr std::int32_t kNotSupported = static_cast<std::int32_t>(0xC00000BBu);
 
+// Unloads `driver` and runs the environment: the report of the leak check, which must fail.
+std::string LeakReportAtUnload(Environment& env, _DRIVER_OBJECT* driver) {
+  env.UnloadDriver(driver);
+  try {
+    env.Run();
+  } catch (const VerifierError& e) {
+    EXPECT_EQ(e.Check(), "LEAK");
+    return e.what();
+  }
+  ADD_FAILURE() << "the leak was not reported";
+  return "";
+}
+
 class KernelServices : public ::testing::Test {
  protected:
   KernelServices() {
@@ -157,16 +170,9 @@ TEST_F(KernelServices, VerifierReportsPoolAndAnMdlLeakedAtUnloadByTag) {
   _DRIVER_OBJECT* driver = env_.LoadDriver(*node0_, "leaky", &LeakyDriverEntry);
   env_.Run();
   ASSERT_EQ(env_.DriverStatus(driver), kSuccess);
-  env_.UnloadDriver(driver);
-  try {
-    env_.Run();
-    FAIL() << "the leak was not reported";
-  } catch (const VerifierError& e) {
-    EXPECT_EQ(e.Check(), "LEAK");
-    const std::string what = e.what();
-    EXPECT_NE(what.find("pool tag 'Leak': 1 allocation(s), 200 bytes"), std::string::npos) << what;
-    EXPECT_NE(what.find("MDL allocated at"), std::string::npos) << what;
-  }
+  const std::string what = LeakReportAtUnload(env_, driver);
+  EXPECT_NE(what.find("pool tag 'Leak': 1 allocation(s), 200 bytes"), std::string::npos) << what;
+  EXPECT_NE(what.find("MDL allocated at"), std::string::npos) << what;
 }
 
 // The leak check is the environment's own, made at DriverUnload's return: its report names no call
@@ -174,15 +180,9 @@ TEST_F(KernelServices, VerifierReportsPoolAndAnMdlLeakedAtUnloadByTag) {
 TEST_F(KernelServices, ALeakReportClaimsNoCallSite) {
   _DRIVER_OBJECT* driver = env_.LoadDriver(*node0_, "leaky", &LeakyDriverEntry);
   env_.Run();
-  env_.UnloadDriver(driver);
-  try {
-    env_.Run();
-    FAIL() << "the leak was not reported";
-  } catch (const VerifierError& e) {
-    const std::string what = e.what();
-    EXPECT_EQ(what.find("unknown site"), std::string::npos) << what;
-    EXPECT_NE(what.find("on kernel thread 'leaky!DriverUnload'"), std::string::npos) << what;
-  }
+  const std::string what = LeakReportAtUnload(env_, driver);
+  EXPECT_EQ(what.find("unknown site"), std::string::npos) << what;
+  EXPECT_NE(what.find("on kernel thread 'leaky!DriverUnload'"), std::string::npos) << what;
 }
 
 TEST_F(KernelServices, ADriverThatFreesEverythingUnloadsSilently) {
@@ -204,6 +204,68 @@ TEST_F(KernelServices, AnotherDriversTimerIsNotTheUnloadingDriversLeak) {
   EXPECT_NO_THROW(env_.Run());
   env_.UnloadDriver(heartbeat);
   EXPECT_NO_THROW(env_.Run());
+}
+
+// ---- provider callbacks run for the driver that owns their object ----
+// The callback driver (tests/kernel/consumer_services.c) creates a PD whose create the provider
+// pends and completes from its own context; the callback queues a work item that opens a second
+// adapter of the machine.
+class KernelCallbacks : public ::testing::Test {
+ protected:
+  KernelCallbacks() {
+    std::memset(&g_results, 0, sizeof(g_results));
+    node0_ = &fabric_.AddNode({"initiator", {"192.0.2.1"}});
+    (void)fabric_.AddNode({"target", {"192.0.2.2"}});
+    g_results.callback_driver_ipv4 = inet_addr("192.0.2.1");
+  }
+
+  // Loads the driver, runs its DriverEntry to the end; its status.
+  std::int32_t Load(Environment::DriverEntry entry) {
+    driver_ = env_.LoadDriver(*node0_, "callbacks", entry);
+    env_.Run();
+    return env_.DriverStatus(driver_);
+  }
+
+  Fabric fabric_{FabricConfig{.seed = 5, .profile = profiles::kConnectX100GbeRoce,
+                              .async_completion = AsyncCompletion::kPending}};
+  Node* node0_ = nullptr;
+  Environment env_{fabric_, EnvironmentConfig{.seed = 11}};
+  _DRIVER_OBJECT* driver_ = nullptr;
+};
+
+constexpr std::int32_t kPending = 0x103;
+
+TEST_F(KernelCallbacks, AnIoWorkItemQueuedFromACallbackOpensAnAdapterOfItsDriversMachine) {
+  EXPECT_EQ(Load(&CallbackDriverEntry), kSuccess);
+  EXPECT_EQ(g_results.create_status, kPending);
+  EXPECT_EQ(g_results.callback_irql, 2);  // the provider called back at DISPATCH_LEVEL
+  EXPECT_EQ(g_results.work_open_status, kSuccess);
+  env_.UnloadDriver(driver_);
+  EXPECT_NO_THROW(env_.Run());
+}
+
+TEST_F(KernelCallbacks, AnExWorkItemQueuedFromACallbackRunsOnTheCallbacksMachine) {
+  EXPECT_EQ(Load(&CallbackExWorkItemDriverEntry), kSuccess);
+  EXPECT_EQ(g_results.work_open_status, kSuccess);
+  env_.UnloadDriver(driver_);
+  EXPECT_NO_THROW(env_.Run());
+}
+
+// A timer's DPC runs from simulated time, on no thread: it runs for the driver that initialized
+// it, so the work item it queues runs on that driver's machine.
+TEST_F(KernelCallbacks, AWorkItemQueuedFromATimersDpcRunsOnTheMachineOfTheDpcsDriver) {
+  g_results.callback_from_timer = 1;
+  EXPECT_EQ(Load(&CallbackExWorkItemDriverEntry), kSuccess);
+  EXPECT_EQ(g_results.work_open_status, kSuccess);
+  env_.UnloadDriver(driver_);
+  EXPECT_NO_THROW(env_.Run());
+}
+
+TEST_F(KernelCallbacks, PoolACallbackAllocatesIsItsDriversAndALeakOfItIsReportedAtUnload) {
+  ASSERT_EQ(Load(&CallbackLeakyDriverEntry), kSuccess);
+  const std::string what = LeakReportAtUnload(env_, driver_);
+  EXPECT_NE(what.find("driver 'callbacks'"), std::string::npos) << what;
+  EXPECT_NE(what.find("pool tag 'Cabk': 1 allocation(s), 61 bytes"), std::string::npos) << what;
 }
 
 // The order three system threads run in, for one seed.

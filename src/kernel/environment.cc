@@ -292,6 +292,7 @@ void Environment::Impl::RunDpcs() {
   Context& c = Current();
   const KIRQL saved = c.irql;
   Driver* const saved_driver = c.driver;
+  Node* const saved_machine = c.machine;
   c.irql = DISPATCH_LEVEL;
   while (!dpcs.empty()) {
     // Which of several queued DPCs runs first is open on a multiprocessor: a seeded choice.
@@ -299,7 +300,9 @@ void Environment::Impl::RunDpcs() {
     PKDPC dpc = dpcs[pick];
     dpcs.erase(dpcs.begin() + static_cast<std::ptrdiff_t>(pick));
     dpc->DpcData = nullptr;
+    // A DPC runs for the driver that initialized it, on that driver's machine.
     c.driver = reinterpret_cast<Driver*>(dpc->ProcessorHistory);
+    c.machine = c.driver != nullptr && c.driver->node != nullptr ? c.driver->node : saved_machine;
     dpc->DeferredRoutine(dpc, dpc->DeferredContext, dpc->SystemArgument1, dpc->SystemArgument2);
     if (c.irql != DISPATCH_LEVEL || !c.held.empty()) {
       Fail("IRQL", fmt::format("a DPC returned at IRQL {} holding {} spin lock(s)", c.irql, c.held.size()), Site{});
@@ -308,6 +311,7 @@ void Environment::Impl::RunDpcs() {
   }
   c.irql = saved;
   c.driver = saved_driver;
+  c.machine = saved_machine;
 }
 
 // ---- time ------------------------------------------------------------------------------------------

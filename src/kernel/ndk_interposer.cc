@@ -65,6 +65,30 @@ const char* StateName(NdkObjectRecord::State state) {
 
 // ---- the thunks: the provider calls these instead of the consumer's callbacks --------------------
 
+// A consumer callback runs in the context of the driver that owns its object, on that driver's
+// machine, as it does on Windows whatever processor the provider calls back on: pool it allocates
+// is charged to that driver, and the work items it queues (and the adapters they open) belong to
+// that machine. The context it was called on is restored when it returns.
+class InOwnersContext {
+ public:
+  InOwnersContext(Impl& s, const NdkObjectRecord& object)
+      : context_(s.Current()), driver_(context_.driver), machine_(context_.machine) {
+    if (object.driver != nullptr) context_.driver = object.driver;
+    if (object.machine != nullptr) context_.machine = object.machine;
+  }
+  ~InOwnersContext() {
+    context_.driver = driver_;
+    context_.machine = machine_;
+  }
+  InOwnersContext(const InOwnersContext&) = delete;
+  InOwnersContext& operator=(const InOwnersContext&) = delete;
+
+ private:
+  Context& context_;  // a deque element (Impl::contexts) or Impl::home: it stays where it is
+  Driver* driver_;
+  Node* machine_;
+};
+
 void CreateThunk(PVOID context, NTSTATUS status, NDK_OBJECT_HEADER* header) {
   Impl& s = CurrentEnvironment();
   auto& call = *static_cast<NdkCallRecord*>(context);
@@ -78,7 +102,10 @@ void CreateThunk(PVOID context, NTSTATUS status, NDK_OBJECT_HEADER* header) {
   } else {
     object.state = NdkObjectRecord::State::kFailed;
   }
-  callback(consumer_context, status, header);
+  {
+    const InOwnersContext owner(s, object);
+    callback(consumer_context, status, header);
+  }
   s.ndk.Completed(call);
 }
 
@@ -95,7 +122,10 @@ void RequestThunk(PVOID context, NTSTATUS status) {
                                              TypeName(object.type)));
   }
   ++object.callbacks_running;
-  callback(consumer_context, status);
+  {
+    const InOwnersContext owner(s, object);
+    callback(consumer_context, status);
+  }
   --object.callbacks_running;
   --object.pending_requests;
   s.ndk.Completed(call);
@@ -123,7 +153,10 @@ void CloseThunk(PVOID context) {
   const auto callback = reinterpret_cast<NDK_FN_CLOSE_COMPLETION>(call.callback);
   void* const consumer_context = call.context;
   CloseCompletes(s, object, "by its callback");
-  callback(consumer_context);
+  {
+    const InOwnersContext owner(s, object);
+    callback(consumer_context);
+  }
   s.ndk.Completed(call);
 }
 
@@ -140,7 +173,10 @@ void NotificationThunk(PVOID context, NTSTATUS status) {
   auto& object = *static_cast<NdkObjectRecord*>(context);
   if (!EventAllowed(s, object, "notification")) return;
   ++object.callbacks_running;
-  reinterpret_cast<NDK_FN_CQ_NOTIFICATION_CALLBACK>(object.event_callback)(object.event_context, status);
+  {
+    const InOwnersContext owner(s, object);
+    reinterpret_cast<NDK_FN_CQ_NOTIFICATION_CALLBACK>(object.event_callback)(object.event_context, status);
+  }
   --object.callbacks_running;
 }
 
@@ -152,7 +188,10 @@ void ConnectEventThunk(PVOID context, NDK_CONNECTOR* connector) {
   NdkObjectRecord& incoming = s.ndk.NewObject(listener.adapter, NdkObjectTypeConnector);
   s.ndk.Install(incoming, &connector->Header);
   ++listener.callbacks_running;
-  reinterpret_cast<NDK_FN_CONNECT_EVENT_CALLBACK>(listener.event_callback)(listener.event_context, connector);
+  {
+    const InOwnersContext owner(s, listener);
+    reinterpret_cast<NDK_FN_CONNECT_EVENT_CALLBACK>(listener.event_callback)(listener.event_context, connector);
+  }
   --listener.callbacks_running;
 }
 
@@ -161,7 +200,10 @@ void DisconnectThunk(PVOID context) {
   auto& connector = *static_cast<NdkObjectRecord*>(context);
   if (!EventAllowed(s, connector, "disconnect event")) return;
   ++connector.callbacks_running;
-  reinterpret_cast<NDK_FN_DISCONNECT_EVENT_CALLBACK>(connector.disconnect_callback)(connector.disconnect_context);
+  {
+    const InOwnersContext owner(s, connector);
+    reinterpret_cast<NDK_FN_DISCONNECT_EVENT_CALLBACK>(connector.disconnect_callback)(connector.disconnect_context);
+  }
   --connector.callbacks_running;
 }
 
@@ -170,8 +212,11 @@ void DisconnectExThunk(PVOID context, ULONG reason) {
   auto& connector = *static_cast<NdkObjectRecord*>(context);
   if (!EventAllowed(s, connector, "disconnect event")) return;
   ++connector.callbacks_running;
-  reinterpret_cast<NDK_FN_DISCONNECT_EVENT_CALLBACK_EX>(connector.disconnect_callback)(connector.disconnect_context,
-                                                                                      reason);
+  {
+    const InOwnersContext owner(s, connector);
+    reinterpret_cast<NDK_FN_DISCONNECT_EVENT_CALLBACK_EX>(connector.disconnect_callback)(connector.disconnect_context,
+                                                                                        reason);
+  }
   --connector.callbacks_running;
 }
 
@@ -491,9 +536,11 @@ bool IsClosed(const NdkObjectRecord& record) {
          (record.adapter != nullptr && record.adapter->state == NdkObjectRecord::State::kClosed);
 }
 
-void NdkInterposer::AdoptAdapter(NDK_ADAPTER* adapter) {
+void NdkInterposer::AdoptAdapter(NDK_ADAPTER* adapter, Driver* driver, Node* machine) {
   NdkObjectRecord& record = NewObject(nullptr, NdkObjectTypeAdapter);
   record.adapter = &record;
+  record.driver = driver;
+  record.machine = machine;
   Install(record, &adapter->Header);
 }
 
@@ -505,6 +552,10 @@ NdkObjectRecord& NdkInterposer::NewObject(NdkObjectRecord* adapter, NDK_OBJECT_T
   NdkObjectRecord& record = objects_.emplace_back();
   record.adapter = adapter;
   record.type = type;
+  if (adapter != nullptr) {
+    record.driver = adapter->driver;
+    record.machine = adapter->machine;
+  }
   return record;
 }
 

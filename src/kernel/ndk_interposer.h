@@ -21,6 +21,10 @@
 
 #include "ndis.h"
 
+namespace ndksim {
+class Node;
+}
+
 namespace ndksim::kernel {
 
 struct Driver;
@@ -30,6 +34,10 @@ struct NdkObjectRecord {
   NDK_OBJECT_TYPE type = NdkObjectTypeAdapter;
   const void* provider_dispatch = nullptr;
   NdkObjectRecord* adapter = nullptr;    // the adapter it was created through (itself for one)
+  // Its owner: the driver that opened its adapter, on its machine. The consumer's callbacks for
+  // the object run in that driver's context (nullptr: the context they are called on).
+  Driver* driver = nullptr;
+  Node* machine = nullptr;
   State state = State::kCreating;
   std::uint32_t callbacks_running = 0;   // the consumer's callbacks for it, on some stack now
   std::uint32_t pending_requests = 0;    // calls that returned STATUS_PENDING, callback not returned
@@ -59,9 +67,9 @@ class NdkInterposer {
   NdkInterposer(const NdkInterposer&) = delete;
   NdkInterposer& operator=(const NdkInterposer&) = delete;
 
-  // An adapter WskOpenNdkAdapter opened: it and everything created through it go through the
-  // layer from now on.
-  void AdoptAdapter(NDK_ADAPTER* adapter);
+  // An adapter WskOpenNdkAdapter opened for `driver` on `machine`: it and everything created
+  // through it go through the layer from now on, and belong to that driver.
+  void AdoptAdapter(NDK_ADAPTER* adapter, Driver* driver = nullptr, Node* machine = nullptr);
   // Its close (WskCloseNdkAdapter) has returned: it and every object of it are closed. The
   // record, taken before the close: the adapter itself is gone now.
   void AdapterClosed(NdkObjectRecord* adapter);

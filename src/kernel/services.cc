@@ -1126,7 +1126,8 @@ static void QueueIoWorkItem(Impl& s, PIO_WORKITEM IoWorkItem, PIO_WORKITEM_ROUTI
   w.routine_ex = routine_ex;
   w.context = Context;
   w.driver = item->driver;
-  w.machine = s.Current().machine;
+  // The work item runs on its driver's machine, wherever it was queued from.
+  w.machine = item->driver != nullptr && item->driver->node != nullptr ? item->driver->node : s.Current().machine;
   s.QueueWork(w);
 }
 

@@ -65,7 +65,7 @@ NTSTATUS WskOpenNdkAdapter(PWSK_CLIENT Client, NDK_VERSION NdkVersion, NET_IFIND
   const NTSTATUS status = machine->OpenAdapter(NdkVersion, &adapter);
   if (!NT_SUCCESS(status)) return status;
   s.adapters.push_back(OpenAdapter{adapter, machine, s.Current().driver});
-  s.ndk.AdoptAdapter(adapter);
+  s.ndk.AdoptAdapter(adapter, s.Current().driver, machine);
   *ppNdkAdapter = adapter;
   return STATUS_SUCCESS;
 }

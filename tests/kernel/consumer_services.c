@@ -19,54 +19,200 @@ KernelTestResults g_results;
 
 static const WSK_CLIENT_DISPATCH g_client_dispatch = {MAKE_WSK_VERSION(1, 0), 0, NULL};
 
-NTSTATUS ScenarioOpenAdapterThroughWsk(ULONG ipv4_network_order) {
-    WSK_CLIENT_NPI client = {NULL, &g_client_dispatch};
+/* A WSK client's registration, its capture of the provider, and the provider's NDK extension. */
+typedef struct _WSK_SESSION {
+    WSK_CLIENT_NPI client;
     WSK_REGISTRATION registration;
     WSK_PROVIDER_NPI provider;
     WSK_PROVIDER_NDK_DISPATCH ndk;
-    PMIB_UNICASTIPADDRESS_TABLE table = NULL;
-    NET_IFINDEX if_index = 0;
-    NDK_ADAPTER *adapter = NULL;
-    NDK_ADAPTER_INFO info;
-    ULONG info_size = sizeof(info);
+} WSK_SESSION;
+
+static NTSTATUS OpenWskSession(WSK_SESSION *Session) {
     SIZE_T returned = 0;
     NTSTATUS status;
-    ULONG i;
-
-    PAGED_CODE();
-    status = WskRegister(&client, &registration);
+    Session->client.ClientContext = NULL;
+    Session->client.Dispatch = &g_client_dispatch;
+    status = WskRegister(&Session->client, &Session->registration);
     if (!NT_SUCCESS(status)) return status;
-    status = WskCaptureProviderNPI(&registration, WSK_NO_WAIT, &provider);
+    status = WskCaptureProviderNPI(&Session->registration, WSK_NO_WAIT, &Session->provider);
     if (!NT_SUCCESS(status)) return status;
-    status = provider.Dispatch->WskControlClient(provider.Client, WSKNDK_GET_WSK_PROVIDER_NDK_DISPATCH, 0, NULL,
-                                                 sizeof(ndk), &ndk, &returned, NULL);
-    if (!NT_SUCCESS(status)) return status;
+    status = Session->provider.Dispatch->WskControlClient(Session->provider.Client,
+                                                          WSKNDK_GET_WSK_PROVIDER_NDK_DISPATCH, 0, NULL,
+                                                          sizeof(Session->ndk), &Session->ndk, &returned, NULL);
     g_results.ndk_dispatch_bytes = (ULONG)returned;
+    return status;
+}
 
-    status = GetUnicastIpAddressTable(AF_INET, &table);
-    if (!NT_SUCCESS(status)) return status;
+static VOID CloseWskSession(WSK_SESSION *Session) {
+    WskReleaseProviderNPI(&Session->registration);
+    WskDeregister(&Session->registration);
+}
+
+/* The interface index of the machine's interface with this IPv4 address, from netio; 0 if none. */
+static NET_IFINDEX IfIndexOfAddress(ULONG ipv4_network_order) {
+    PMIB_UNICASTIPADDRESS_TABLE table = NULL;
+    NET_IFINDEX if_index = 0;
+    ULONG i;
+    if (!NT_SUCCESS(GetUnicastIpAddressTable(AF_INET, &table))) return 0;
     for (i = 0; i < table->NumEntries; ++i) {
         if (table->Table[i].Address.Ipv4.sin_addr.s_addr == ipv4_network_order) {
             if_index = table->Table[i].InterfaceIndex;
         }
     }
     FreeMibTable(table);
+    return if_index;
+}
+
+NTSTATUS ScenarioOpenAdapterThroughWsk(ULONG ipv4_network_order) {
+    WSK_SESSION wsk;
+    NET_IFINDEX if_index;
+    NDK_ADAPTER *adapter = NULL;
+    NDK_ADAPTER_INFO info;
+    ULONG info_size = sizeof(info);
+    NTSTATUS status;
+
+    PAGED_CODE();
+    status = OpenWskSession(&wsk);
+    if (!NT_SUCCESS(status)) return status;
+    if_index = IfIndexOfAddress(ipv4_network_order);
     g_results.if_index = if_index;
 
-    g_results.loopback_open_status = ndk.WskOpenNdkAdapter(provider.Client, (NDK_VERSION){2, 0}, 1, &adapter);
-    g_results.unknown_open_status = ndk.WskOpenNdkAdapter(provider.Client, (NDK_VERSION){2, 0}, if_index + 1, &adapter);
+    g_results.loopback_open_status = wsk.ndk.WskOpenNdkAdapter(wsk.provider.Client, (NDK_VERSION){2, 0}, 1, &adapter);
+    g_results.unknown_open_status =
+        wsk.ndk.WskOpenNdkAdapter(wsk.provider.Client, (NDK_VERSION){2, 0}, if_index + 1, &adapter);
 
-    status = ndk.WskOpenNdkAdapter(provider.Client, (NDK_VERSION){2, 0}, if_index, &adapter);
+    status = wsk.ndk.WskOpenNdkAdapter(wsk.provider.Client, (NDK_VERSION){2, 0}, if_index, &adapter);
     if (!NT_SUCCESS(status)) return status;
     RtlZeroMemory(&info, sizeof(info));
     info.Version.Major = 2;
     info.Version.Minor = 0;
     status = adapter->Dispatch->NdkQueryAdapterInfo(adapter, &info, &info_size);
     g_results.max_receive_sge = info.MaxReceiveRequestSge;
-    ndk.WskCloseNdkAdapter(provider.Client, adapter);
-    WskReleaseProviderNPI(&registration);
-    WskDeregister(&registration);
+    wsk.ndk.WskCloseNdkAdapter(wsk.provider.Client, adapter);
+    CloseWskSession(&wsk);
     return status;
+}
+
+/* ---- provider callbacks run for the driver that owns the object ----
+ * The driver opens an adapter in DriverEntry and creates a PD with a completion callback; the
+ * provider pends the create (AsyncCompletion::kPending) and calls back later, from its own
+ * context. The callback allocates pool and queues a work item, as a listener's connect event
+ * does to accept; the work item opens a second adapter of the machine, as a socket layer with an
+ * adapter per socket does. */
+
+typedef struct _CALLBACK_DRIVER {
+    WSK_SESSION wsk;
+    NET_IFINDEX if_index;
+    NDK_ADAPTER *adapter;
+    NDK_PD *pd;
+    PIO_WORKITEM io_item;  /* allocated for the driver object, as the WDK allows */
+    WORK_QUEUE_ITEM ex_item;
+    BOOLEAN use_ex_item;
+    KTIMER timer;  /* the timer variant: a timer's DPC queues the work item, no PD is created */
+    KDPC timer_dpc;
+    BOOLEAN free_callback_pool;  /* at unload; when not, the block is the driver's leak */
+    PVOID callback_pool;
+    KEVENT done;
+} CALLBACK_DRIVER;
+
+static CALLBACK_DRIVER g_callback_driver;
+
+#define TAG_CALLBACK 'kbaC'
+
+static VOID OpenSecondAdapter(CALLBACK_DRIVER *Driver) {
+    NDK_ADAPTER *second = NULL;
+    g_results.work_open_status =
+        Driver->wsk.ndk.WskOpenNdkAdapter(Driver->wsk.provider.Client, (NDK_VERSION){2, 0}, Driver->if_index, &second);
+    if (NT_SUCCESS(g_results.work_open_status)) Driver->wsk.ndk.WskCloseNdkAdapter(Driver->wsk.provider.Client, second);
+    KeSetEvent(&Driver->done, IO_NO_INCREMENT, FALSE);
+}
+
+static VOID OpenSecondAdapterIoWorker(PDEVICE_OBJECT Device, PVOID Context) {
+    UNREFERENCED_PARAMETER(Device);
+    OpenSecondAdapter((CALLBACK_DRIVER *)Context);
+}
+
+static VOID OpenSecondAdapterExWorker(PVOID Context) { OpenSecondAdapter((CALLBACK_DRIVER *)Context); }
+
+static VOID PdCreated(PVOID Context, NTSTATUS Status, NDK_OBJECT_HEADER *Header) {
+    CALLBACK_DRIVER *driver = (CALLBACK_DRIVER *)Context;
+    g_results.callback_irql = KeGetCurrentIrql();
+    driver->pd = NT_SUCCESS(Status) ? CONTAINING_RECORD(Header, NDK_PD, Header) : NULL;
+    driver->callback_pool = ExAllocatePool2(POOL_FLAG_NON_PAGED, 61, TAG_CALLBACK);
+    if (driver->use_ex_item) {
+        ExInitializeWorkItem(&driver->ex_item, OpenSecondAdapterExWorker, driver);
+        ExQueueWorkItem(&driver->ex_item, DelayedWorkQueue);
+    } else {
+        IoQueueWorkItem(driver->io_item, OpenSecondAdapterIoWorker, DelayedWorkQueue, driver);
+    }
+}
+
+static VOID QueueFromTimerDpc(PKDPC Dpc, PVOID Context, PVOID Arg1, PVOID Arg2) {
+    CALLBACK_DRIVER *driver = (CALLBACK_DRIVER *)Context;
+    UNREFERENCED_PARAMETER(Dpc);
+    UNREFERENCED_PARAMETER(Arg1);
+    UNREFERENCED_PARAMETER(Arg2);
+    ExInitializeWorkItem(&driver->ex_item, OpenSecondAdapterExWorker, driver);
+    ExQueueWorkItem(&driver->ex_item, DelayedWorkQueue);
+}
+
+static VOID CallbackDriverUnload(PDRIVER_OBJECT Driver) {
+    CALLBACK_DRIVER *driver = &g_callback_driver;
+    UNREFERENCED_PARAMETER(Driver);
+    if (driver->pd != NULL) (void)driver->pd->Dispatch->NdkClosePd(&driver->pd->Header, NULL, NULL);
+    driver->wsk.ndk.WskCloseNdkAdapter(driver->wsk.provider.Client, driver->adapter);
+    IoFreeWorkItem(driver->io_item);
+    if (driver->free_callback_pool && driver->callback_pool != NULL) ExFreePoolWithTag(driver->callback_pool, TAG_CALLBACK);
+    CloseWskSession(&driver->wsk);
+}
+
+static NTSTATUS StartCallbackDriver(PDRIVER_OBJECT Driver) {
+    CALLBACK_DRIVER *driver = &g_callback_driver;
+    NTSTATUS status;
+    PAGED_CODE();
+    Driver->DriverUnload = CallbackDriverUnload;
+    KeInitializeEvent(&driver->done, NotificationEvent, FALSE);
+    status = OpenWskSession(&driver->wsk);
+    if (!NT_SUCCESS(status)) return status;
+    driver->if_index = IfIndexOfAddress(g_results.callback_driver_ipv4);
+    status = driver->wsk.ndk.WskOpenNdkAdapter(driver->wsk.provider.Client, (NDK_VERSION){2, 0}, driver->if_index,
+                                               &driver->adapter);
+    if (!NT_SUCCESS(status)) return status;
+    driver->io_item = IoAllocateWorkItem((PDEVICE_OBJECT)Driver);
+    if (driver->io_item == NULL) return STATUS_INSUFFICIENT_RESOURCES;
+    if (g_results.callback_from_timer) {
+        LARGE_INTEGER due;
+        due.QuadPart = -100; /* 10 microseconds */
+        KeInitializeTimer(&driver->timer);
+        KeInitializeDpc(&driver->timer_dpc, QueueFromTimerDpc, driver);
+        KeSetTimer(&driver->timer, due, &driver->timer_dpc);
+        return KeWaitForSingleObject(&driver->done, Executive, KernelMode, FALSE, NULL);
+    }
+    status = driver->adapter->Dispatch->NdkCreatePd(driver->adapter, PdCreated, driver, &driver->pd);
+    g_results.create_status = status;
+    if (status != STATUS_PENDING) return STATUS_UNSUCCESSFUL;  /* the scenario needs the callback */
+    return KeWaitForSingleObject(&driver->done, Executive, KernelMode, FALSE, NULL);
+}
+
+NTSTATUS CallbackDriverEntry(PDRIVER_OBJECT Driver, PUNICODE_STRING RegistryPath) {
+    UNREFERENCED_PARAMETER(RegistryPath);
+    RtlZeroMemory(&g_callback_driver, sizeof(g_callback_driver));
+    g_callback_driver.free_callback_pool = TRUE;
+    return StartCallbackDriver(Driver);
+}
+
+NTSTATUS CallbackExWorkItemDriverEntry(PDRIVER_OBJECT Driver, PUNICODE_STRING RegistryPath) {
+    UNREFERENCED_PARAMETER(RegistryPath);
+    RtlZeroMemory(&g_callback_driver, sizeof(g_callback_driver));
+    g_callback_driver.free_callback_pool = TRUE;
+    g_callback_driver.use_ex_item = TRUE;
+    return StartCallbackDriver(Driver);
+}
+
+NTSTATUS CallbackLeakyDriverEntry(PDRIVER_OBJECT Driver, PUNICODE_STRING RegistryPath) {
+    UNREFERENCED_PARAMETER(RegistryPath);
+    RtlZeroMemory(&g_callback_driver, sizeof(g_callback_driver));
+    return StartCallbackDriver(Driver);
 }
 
 /* ---- timers and DPCs on simulated time ---- */

@@ -30,6 +30,14 @@ typedef struct KernelTestResults {
     uint32_t mdl_byte_offset;
     uint32_t registry_path_chars;
     int order[3];
+    /* The callback driver (CallbackDriverEntry and its variants): the address whose adapter it
+     * opens (set by the test), what its PD create returned, the IRQL of the create's callback, and
+     * what the work item that callback queued got from WskOpenNdkAdapter. */
+    uint32_t callback_driver_ipv4;
+    uint8_t callback_from_timer; /* set by the test: a timer's DPC queues the work item instead */
+    int32_t create_status;
+    uint8_t callback_irql;
+    int32_t work_open_status;
 } KernelTestResults;
 
 extern KernelTestResults g_results;
@@ -56,6 +64,12 @@ void ViolationFreeWithWrongTag(void);
 int32_t LeakyDriverEntry(struct _DRIVER_OBJECT *driver, struct _UNICODE_STRING *registry_path);
 int32_t CleanDriverEntry(struct _DRIVER_OBJECT *driver, struct _UNICODE_STRING *registry_path);
 int32_t HeartbeatDriverEntry(struct _DRIVER_OBJECT *driver, struct _UNICODE_STRING *registry_path);
+/* Queues an IO_WORKITEM from the callback; frees the callback's pool at unload. */
+int32_t CallbackDriverEntry(struct _DRIVER_OBJECT *driver, struct _UNICODE_STRING *registry_path);
+/* Queues an ExQueueWorkItem work item from the callback instead. */
+int32_t CallbackExWorkItemDriverEntry(struct _DRIVER_OBJECT *driver, struct _UNICODE_STRING *registry_path);
+/* As CallbackDriverEntry, but its unload forgets the pool its callback allocated. */
+int32_t CallbackLeakyDriverEntry(struct _DRIVER_OBJECT *driver, struct _UNICODE_STRING *registry_path);
 /* The address of the __declspec(selectany) global consumer_wdk_surface.c defines too. */
 const void *ServicesSelectAnyAddress(void);
 
