@@ -261,6 +261,24 @@ TEST_F(KernelCallbacks, AWorkItemQueuedFromATimersDpcRunsOnTheMachineOfTheDpcsDr
   EXPECT_NO_THROW(env_.Run());
 }
 
+// The callback goes on to write through NULL after its NT_ASSERT: the run stops at the assertion,
+// with its report, instead of the process dying.
+TEST_F(KernelCallbacks, AFailedAssertionInACallbackStopsTheRunThere) {
+  g_results.assert_in_callback = 1;
+  driver_ = env_.LoadDriver(*node0_, "callbacks", &CallbackDriverEntry);
+  try {
+    env_.Run();
+    FAIL() << "the assertion was not reported";
+  } catch (const VerifierError& e) {
+    EXPECT_EQ(e.Check(), "ASSERT");
+    const std::string what = e.what();
+    EXPECT_NE(what.find("NT_ASSERT(Header == NULL) failed, at "), std::string::npos) << what;
+    EXPECT_NE(what.find("consumer_services.c:"), std::string::npos) << what;
+    EXPECT_NE(what.find("in PdCreated"), std::string::npos) << what;
+    EXPECT_NE(what.find("at IRQL 2"), std::string::npos) << what;
+  }
+}
+
 TEST_F(KernelCallbacks, PoolACallbackAllocatesIsItsDriversAndALeakOfItIsReportedAtUnload) {
   ASSERT_EQ(Load(&CallbackLeakyDriverEntry), kSuccess);
   const std::string what = LeakReportAtUnload(env_, driver_);

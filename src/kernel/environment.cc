@@ -161,7 +161,7 @@ VerifierError Environment::Impl::MakeError(const std::string& check, const std::
 
 void Environment::Impl::Fail(const std::string& check, const std::string& what, const Site& at) {
   if (failed) return;
-  if (scheduler.InThread()) FailFatal(check, what, at);
+  if (scheduler.InThread() || consumer_code_depth > 0) FailFatal(check, what, at);
   if (!pending_failure) pending_failure = MakeError(check, what, at);
 }
 
@@ -303,7 +303,10 @@ void Environment::Impl::RunDpcs() {
     // A DPC runs for the driver that initialized it, on that driver's machine.
     c.driver = reinterpret_cast<Driver*>(dpc->ProcessorHistory);
     c.machine = c.driver != nullptr && c.driver->node != nullptr ? c.driver->node : saved_machine;
-    dpc->DeferredRoutine(dpc, dpc->DeferredContext, dpc->SystemArgument1, dpc->SystemArgument2);
+    {
+      const InConsumerCode running(*this);
+      dpc->DeferredRoutine(dpc, dpc->DeferredContext, dpc->SystemArgument1, dpc->SystemArgument2);
+    }
     if (c.irql != DISPATCH_LEVEL || !c.held.empty()) {
       Fail("IRQL", fmt::format("a DPC returned at IRQL {} holding {} spin lock(s)", c.irql, c.held.size()), Site{});
       c.irql = DISPATCH_LEVEL;

@@ -200,8 +200,10 @@ struct Environment::Impl {
 
   // ---- the verifier ----
   Site TakeSite();
-  // Fails the run: on a kernel thread by throwing VerifierError now; on the environment's own
-  // context by recording it (the first one) and throwing once the callback that made it returns.
+  // Fails the run where it is: by throwing VerifierError now on a kernel thread, in a DPC or in a
+  // consumer's callback, so that the code after a failed NT_ASSERT never runs; elsewhere on the
+  // environment's own context (its checks between callbacks) by recording it (the first one) and
+  // throwing once the simulation reaches a point where it can stop.
   void Fail(const std::string& check, const std::string& what, const Site& site);
   // Fails the run at once wherever it is called (a bug check: the caller cannot go on).
   [[noreturn]] void FailFatal(const std::string& check, const std::string& what, const Site& site);
@@ -284,6 +286,20 @@ struct Environment::Impl {
   std::vector<std::string> debug_log;
   bool failed = false;
   std::optional<VerifierError> pending_failure;
+  // DPC routines and consumer callbacks on the stack now (a failure there stops the run at once).
+  std::uint32_t consumer_code_depth = 0;
+};
+
+// Counts a DPC routine or a consumer callback as running while it is in scope.
+class InConsumerCode {
+ public:
+  explicit InConsumerCode(Environment::Impl& s) : s_(s) { ++s_.consumer_code_depth; }
+  ~InConsumerCode() { --s_.consumer_code_depth; }
+  InConsumerCode(const InConsumerCode&) = delete;
+  InConsumerCode& operator=(const InConsumerCode&) = delete;
+
+ private:
+  Environment::Impl& s_;
 };
 
 // DbgPrint's text (strsafe.cc): `format` as the Windows kernel's runtime formats it (ntstrsafe.h's

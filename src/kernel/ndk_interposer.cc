@@ -68,11 +68,12 @@ const char* StateName(NdkObjectRecord::State state) {
 // A consumer callback runs in the context of the driver that owns its object, on that driver's
 // machine, as it does on Windows whatever processor the provider calls back on: pool it allocates
 // is charged to that driver, and the work items it queues (and the adapters they open) belong to
-// that machine. The context it was called on is restored when it returns.
+// that machine. The context it was called on is restored when it returns (or a failure in it
+// unwinds it).
 class InOwnersContext {
  public:
   InOwnersContext(Impl& s, const NdkObjectRecord& object)
-      : context_(s.Current()), driver_(context_.driver), machine_(context_.machine) {
+      : running_(s), context_(s.Current()), driver_(context_.driver), machine_(context_.machine) {
     if (object.driver != nullptr) context_.driver = object.driver;
     if (object.machine != nullptr) context_.machine = object.machine;
   }
@@ -84,6 +85,7 @@ class InOwnersContext {
   InOwnersContext& operator=(const InOwnersContext&) = delete;
 
  private:
+  InConsumerCode running_;  // a failure in the callback stops the run there
   Context& context_;  // a deque element (Impl::contexts) or Impl::home: it stays where it is
   Driver* driver_;
   Node* machine_;

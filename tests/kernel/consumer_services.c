@@ -137,6 +137,11 @@ static VOID OpenSecondAdapterExWorker(PVOID Context) { OpenSecondAdapter((CALLBA
 static VOID PdCreated(PVOID Context, NTSTATUS Status, NDK_OBJECT_HEADER *Header) {
     CALLBACK_DRIVER *driver = (CALLBACK_DRIVER *)Context;
     g_results.callback_irql = KeGetCurrentIrql();
+    if (g_results.assert_in_callback) {
+        volatile ULONG *nowhere = NULL;
+        NT_ASSERT(Header == NULL); /* fails: the run must stop here, */
+        *nowhere = 1;              /* before this line crashes the process */
+    }
     driver->pd = NT_SUCCESS(Status) ? CONTAINING_RECORD(Header, NDK_PD, Header) : NULL;
     driver->callback_pool = ExAllocatePool2(POOL_FLAG_NON_PAGED, 61, TAG_CALLBACK);
     if (driver->use_ex_item) {

@@ -35,6 +35,7 @@ typedef struct KernelTestResults {
      * what the work item that callback queued got from WskOpenNdkAdapter. */
     uint32_t callback_driver_ipv4;
     uint8_t callback_from_timer; /* set by the test: a timer's DPC queues the work item instead */
+    uint8_t assert_in_callback;  /* set by the test: the create's callback fails an NT_ASSERT */
     int32_t create_status;
     uint8_t callback_irql;
     int32_t work_open_status;
