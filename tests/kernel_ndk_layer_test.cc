@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kernel/kernel_state.h"
+#include "kernel/run_check.h"
 #include "kernel/site_macros_off.h"
 #include "ndksim/fabric.h"
 #include "ndksim/kernel/environment.h"
@@ -100,13 +101,7 @@ class KernelNdkLayer : public ::testing::Test {
       CurrentEnvironment().ndk.AdoptAdapter(&fake_.adapter);
       body(&fake_.adapter);
     });
-    try {
-      env_.Run();
-    } catch (const VerifierError& e) {
-      message_ = e.what();
-      return e.Check();
-    }
-    return "none";
+    return testing::CheckOfRun(env_, &message_);
   }
 
   NDK_CQ* CreateCqThroughTheLayer(NDK_ADAPTER* adapter, NDK_FN_CQ_NOTIFICATION_CALLBACK notify, PVOID context) {

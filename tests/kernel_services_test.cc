@@ -9,6 +9,7 @@
 #include <string>
 
 #include "kernel/consumer_services.h"
+#include "kernel/run_check.h"
 #include "ndksim/fabric.h"
 #include "ndksim/kernel/environment.h"
 
@@ -23,14 +24,9 @@ constexpr std::int32_t kNotSupported = static_cast<std::int32_t>(0xC00000BBu);
 // Unloads `driver` and runs the environment: the report of the leak check, which must fail.
 std::string LeakReportAtUnload(Environment& env, _DRIVER_OBJECT* driver) {
   env.UnloadDriver(driver);
-  try {
-    env.Run();
-  } catch (const VerifierError& e) {
-    EXPECT_EQ(e.Check(), "LEAK");
-    return e.what();
-  }
-  ADD_FAILURE() << "the leak was not reported";
-  return "";
+  std::string report;
+  EXPECT_EQ(testing::CheckOfRun(env, &report), "LEAK");
+  return report;
 }
 
 class KernelServices : public ::testing::Test {
@@ -47,21 +43,25 @@ class KernelServices : public ::testing::Test {
     env_.Run();
   }
 
-  // The check a violation scenario fails with; the message must name the C file's site.
+  // Runs `scenario` on node 0: the check it fails with ("none" if it fails none); the report is
+  // kept in message_.
+  std::string CheckOf(void (*scenario)()) {
+    env_.StartThread("test", scenario, node0_);
+    return testing::CheckOfRun(env_, &message_);
+  }
+
+  // The check a violation scenario fails with; the report must name the C file's site.
   std::string ViolationOf(void (*scenario)()) {
-    try {
-      RunOnNode0(scenario);
-    } catch (const VerifierError& e) {
-      EXPECT_NE(std::string(e.what()).find("consumer_services.c:"), std::string::npos) << e.what();
-      return e.Check();
-    }
-    return "none";
+    const std::string check = CheckOf(scenario);
+    EXPECT_NE(message_.find("consumer_services.c:"), std::string::npos) << message_;
+    return check;
   }
 
   Fabric fabric_{FabricConfig{.seed = 5, .profile = profiles::kConnectX100GbeRoce}};
   Node* node0_ = nullptr;
   Node* node1_ = nullptr;
   Environment env_{fabric_, EnvironmentConfig{.seed = 11}};
+  std::string message_;
 };
 
 TEST_F(KernelServices, EachKernelThreadPostsFromASimulatedCoreOfItsOwn) {
@@ -194,6 +194,40 @@ TEST_F(KernelServices, ADriverThatFreesEverythingUnloadsSilently) {
   EXPECT_EQ(g_results.registry_path_chars, std::strlen("\\Registry\\Machine\\System\\CurrentControlSet\\Services\\clean"));
 }
 
+// Special pool: guard zones around every block, checked at the free; freed blocks checked for
+// writes when they leave quarantine, at their driver's unload, and when a run ends.
+TEST_F(KernelServices, SpecialPoolReportsAnOverrunAtTheFree) {
+  EXPECT_EQ(ViolationOf(&ViolationOverrunPool), "POOL");
+  EXPECT_NE(message_.find("of a 61-byte block allocated at "), std::string::npos) << message_;
+  EXPECT_NE(message_.find("written 1 byte(s) past its end (an overrun)"), std::string::npos) << message_;
+}
+
+TEST_F(KernelServices, SpecialPoolReportsAnUnderrunAtTheFree) {
+  EXPECT_EQ(ViolationOf(&ViolationUnderrunPool), "POOL");
+  EXPECT_NE(message_.find("written 4 byte(s) before its start (an underrun)"), std::string::npos) << message_;
+}
+
+TEST_F(KernelServices, SpecialPoolReportsAWriteAfterFreeWithBothSites) {
+  EXPECT_EQ(ViolationOf(&ViolationWriteAfterFree), "POOL");
+  EXPECT_NE(message_.find("a 64-byte block allocated at "), std::string::npos) << message_;
+  EXPECT_NE(message_.find(" and freed at "), std::string::npos) << message_;
+  EXPECT_NE(message_.find("byte 10 written after the free (a use after free)"), std::string::npos) << message_;
+}
+
+// A wild write in consumer code fails the run with a report (the thread, its IRQL, the
+// interleaving) instead of killing the process.
+TEST_F(KernelServices, AWriteThroughNullOnAKernelThreadIsReportedAsACrash) {
+  EXPECT_EQ(CheckOf(&CrashWriteThroughNull), "CRASH");
+  EXPECT_NE(message_.find("SIGSEGV at address 0x0"), std::string::npos) << message_;
+  EXPECT_NE(message_.find("on kernel thread 'test' at IRQL 0"), std::string::npos) << message_;
+  EXPECT_NE(message_.find("interleaving: "), std::string::npos) << message_;
+}
+
+TEST_F(KernelServices, AKernelThreadThatOverflowsItsStackIsReportedAsACrash) {
+  EXPECT_EQ(CheckOf(&CrashStackOverflow), "CRASH");
+  EXPECT_NE(message_.find("on kernel thread 'test'"), std::string::npos) << message_;
+}
+
 // A timer another driver keeps set (in its own static storage, not pool) is not the unloading
 // driver's leak.
 TEST_F(KernelServices, AnotherDriversTimerIsNotTheUnloadingDriversLeak) {
@@ -219,6 +253,13 @@ class KernelCallbacks : public ::testing::Test {
     g_results.callback_driver_ipv4 = inet_addr("192.0.2.1");
   }
 
+  // Loads the callback driver and runs: the check that fails the run ("none" if none); the
+  // report is kept in message_.
+  std::string CheckOfLoading() {
+    driver_ = env_.LoadDriver(*node0_, "callbacks", &CallbackDriverEntry);
+    return testing::CheckOfRun(env_, &message_);
+  }
+
   // Loads the driver, runs its DriverEntry to the end; its status.
   std::int32_t Load(Environment::DriverEntry entry) {
     driver_ = env_.LoadDriver(*node0_, "callbacks", entry);
@@ -231,6 +272,7 @@ class KernelCallbacks : public ::testing::Test {
   Node* node0_ = nullptr;
   Environment env_{fabric_, EnvironmentConfig{.seed = 11}};
   _DRIVER_OBJECT* driver_ = nullptr;
+  std::string message_;
 };
 
 constexpr std::int32_t kPending = 0x103;
@@ -265,18 +307,18 @@ TEST_F(KernelCallbacks, AWorkItemQueuedFromATimersDpcRunsOnTheMachineOfTheDpcsDr
 // with its report, instead of the process dying.
 TEST_F(KernelCallbacks, AFailedAssertionInACallbackStopsTheRunThere) {
   g_results.assert_in_callback = 1;
-  driver_ = env_.LoadDriver(*node0_, "callbacks", &CallbackDriverEntry);
-  try {
-    env_.Run();
-    FAIL() << "the assertion was not reported";
-  } catch (const VerifierError& e) {
-    EXPECT_EQ(e.Check(), "ASSERT");
-    const std::string what = e.what();
-    EXPECT_NE(what.find("NT_ASSERT(Header == NULL) failed, at "), std::string::npos) << what;
-    EXPECT_NE(what.find("consumer_services.c:"), std::string::npos) << what;
-    EXPECT_NE(what.find("in PdCreated"), std::string::npos) << what;
-    EXPECT_NE(what.find("at IRQL 2"), std::string::npos) << what;
-  }
+  EXPECT_EQ(CheckOfLoading(), "ASSERT");
+  EXPECT_NE(message_.find("NT_ASSERT(Header == NULL) failed, at "), std::string::npos) << message_;
+  EXPECT_NE(message_.find("consumer_services.c:"), std::string::npos) << message_;
+  EXPECT_NE(message_.find("in PdCreated"), std::string::npos) << message_;
+  EXPECT_NE(message_.find("at IRQL 2"), std::string::npos) << message_;
+}
+
+TEST_F(KernelCallbacks, AWriteThroughNullInACallbackIsReportedAsACrash) {
+  g_results.crash_in_callback = 1;
+  EXPECT_EQ(CheckOfLoading(), "CRASH");
+  EXPECT_NE(message_.find("SIGSEGV at address 0x0"), std::string::npos) << message_;
+  EXPECT_NE(message_.find("on the DPC context at IRQL 2"), std::string::npos) << message_;
 }
 
 TEST_F(KernelCallbacks, PoolACallbackAllocatesIsItsDriversAndALeakOfItIsReportedAtUnload) {

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 // The kernel environment: kernel threads over a fabric, simulated time, and the state the C
 // services keep (see kernel_state.h).
+#include <signal.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -24,6 +27,65 @@ constexpr std::size_t kQuarantineBytes = 64u << 20;
 constexpr std::size_t kPoolAlignment = 64;
 constexpr unsigned char kFreedPattern = 0xDF;
 constexpr unsigned char kUninitializedPattern = 0xCD;
+constexpr unsigned char kGuardPattern = 0xB9;
+
+// The first of `n` bytes at `p` that is not `pattern`, or n.
+std::size_t FirstNot(const unsigned char* p, std::size_t n, unsigned char pattern) {
+  for (std::size_t i = 0; i < n; ++i) {
+    if (p[i] != pattern) return i;
+  }
+  return n;
+}
+
+// A fault (SIGSEGV, SIGBUS) while the environment runs a kernel thread, a DPC or a consumer's
+// callback fails the run like any other check: the handler throws VerifierError on the stack that
+// faulted (it runs on an alternate stack of its own, so a thread that ran into its stack's guard
+// page is reported too), and Run rethrows it with the thread, its IRQL and the interleaving. A
+// fault anywhere else takes the signal's default action. The exception unwinds through the
+// faulting frame: C code (the consumers this is for) has the unwind tables it needs on x86-64.
+void OnFault(int signal, siginfo_t* info, void* /*context*/) {
+  Environment::Impl* s = current_environment;
+  if (s == nullptr || s->failed || !(s->scheduler.InThread() || s->consumer_code_depth > 0)) {
+    ::signal(signal, SIG_DFL);  // returning repeats the fault, which now ends the process
+    return;
+  }
+  s->FailFatal("CRASH",
+               fmt::format("{} at address {} (an access to memory that is not there)",
+                           signal == SIGBUS ? "SIGBUS" : "SIGSEGV", info->si_addr),
+               Site{});
+}
+
+// Installs OnFault, and its stack, for the time the environment runs.
+class FaultReport {
+ public:
+  FaultReport() : stack_(kStackBytes) {
+    stack_t alternate{};
+    alternate.ss_sp = stack_.data();
+    alternate.ss_size = stack_.size();
+    installed_ = sigaltstack(&alternate, &previous_stack_) == 0;
+    struct sigaction action {};
+    action.sa_sigaction = &OnFault;
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;  // NODEFER: the signal is not left blocked
+    sigemptyset(&action.sa_mask);
+    (void)sigaction(SIGSEGV, &action, &previous_segv_);
+    (void)sigaction(SIGBUS, &action, &previous_bus_);
+  }
+  ~FaultReport() {
+    (void)sigaction(SIGSEGV, &previous_segv_, nullptr);
+    (void)sigaction(SIGBUS, &previous_bus_, nullptr);
+    if (installed_) (void)sigaltstack(&previous_stack_, nullptr);
+  }
+  FaultReport(const FaultReport&) = delete;
+  FaultReport& operator=(const FaultReport&) = delete;
+
+ private:
+  static constexpr std::size_t kStackBytes = 64 * 1024;
+  std::vector<char> stack_;
+  stack_t previous_stack_{};
+  bool installed_ = false;
+  struct sigaction previous_segv_ {};
+  struct sigaction previous_bus_ {};
+};
 
 }  // namespace
 
@@ -80,7 +142,7 @@ Environment::Impl::~Impl() {
   for (const OpenAdapter& a : std::exchange(adapters, {})) a.node->CloseAdapter(a.adapter);
   dpcs.clear();
   timers.clear();
-  for (auto& [start, block] : pool) std::free(reinterpret_cast<void*>(start));
+  for (auto& [start, block] : pool) Release(start, block);
   pool.clear();
   current_environment = previous;
 }
@@ -230,6 +292,7 @@ NTSTATUS Environment::Impl::Wait(std::span<DispatcherObject* const> objects, Wai
 }
 
 void Environment::Impl::CheckDriverLeftNothing(Driver& d) {
+  CheckQuarantine(&d, Site{});  // what the driver wrote into pool it had freed
   std::vector<std::string> left;
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> by_tag;
   std::vector<std::string> pool_sites;
@@ -468,14 +531,19 @@ void* Environment::Impl::Allocate(std::size_t bytes, ULONG tag, bool zero, bool 
   RequireIrqlAtMost(paged ? APC_LEVEL : DISPATCH_LEVEL, paged ? "allocating paged pool" : "allocating nonpaged pool", at);
   if (tag == 0 && kind == BlockKind::kPool) Fail("POOL", "pool allocated with tag 0 (BAD_POOL_CALLER)", at);
   if (bytes > (std::size_t{1} << 40)) return nullptr;
-  // As on Windows, an allocation of a page or more starts on a page.
+  // As on Windows, an allocation of a page or more starts on a page. A guard zone of one alignment
+  // unit lies on each side (PoolBlock).
   const std::size_t alignment = bytes >= PAGE_SIZE ? PAGE_SIZE : kPoolAlignment;
   const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + alignment - 1) / alignment * alignment;
-  void* p = std::aligned_alloc(alignment, rounded);
-  if (p == nullptr) return nullptr;
-  std::memset(p, zero ? 0 : kUninitializedPattern, rounded);
+  auto* base = static_cast<unsigned char*>(std::aligned_alloc(alignment, rounded + 2 * alignment));
+  if (base == nullptr) return nullptr;
+  unsigned char* p = base + alignment;
+  std::memset(base, kGuardPattern, rounded + 2 * alignment);
+  std::memset(p, zero ? 0 : kUninitializedPattern, bytes);
   PoolBlock b;
   b.size = bytes;
+  b.guard = alignment;
+  b.after = rounded - bytes + alignment;
   b.tag = tag;
   b.driver = Current().driver;
   b.site = at;
@@ -516,6 +584,12 @@ void Environment::Impl::Free(void* p, std::optional<ULONG> tag, const Site& at, 
          at);
     return;
   }
+  if (const std::string corruption = Corruption(start, *b); !corruption.empty()) {
+    Fail("POOL", fmt::format("{} of a {}-byte block allocated at {}: {} (SPECIAL_POOL_DETECTED_MEMORY_CORRUPTION)",
+                             service, b->size, Describe(b->site), corruption),
+         at);
+    return;
+  }
   const std::uintptr_t end = start + b->size;
   const auto inside = [&](const void* q) {
     const auto a = reinterpret_cast<std::uintptr_t>(q);
@@ -541,10 +615,50 @@ void Environment::Impl::Free(void* p, std::optional<ULONG> tag, const Site& at, 
     const std::uintptr_t oldest = quarantine.front();
     quarantine.pop_front();
     const auto it = pool.find(oldest);
-    quarantined_bytes -= it->second.size;
+    const PoolBlock leaving = it->second;
+    quarantined_bytes -= leaving.size;
     pool.erase(it);
-    std::free(reinterpret_cast<void*>(oldest));
+    const std::string corruption = Corruption(oldest, leaving);
+    Release(oldest, leaving);
+    if (!corruption.empty()) {
+      Fail("POOL", fmt::format("a {}-byte block allocated at {} and freed at {}: {}", leaving.size,
+                               Describe(leaving.site), Describe(leaving.freed_at), corruption),
+           at);
+    }
   }
+}
+
+std::string Environment::Impl::Corruption(std::uintptr_t start, const PoolBlock& b) const {
+  const auto* p = reinterpret_cast<const unsigned char*>(start);
+  if (const std::size_t i = FirstNot(p - b.guard, b.guard, kGuardPattern); i != b.guard) {
+    return fmt::format("written {} byte(s) before its start (an underrun)", b.guard - i);
+  }
+  if (const std::size_t i = FirstNot(p + b.size, b.after, kGuardPattern); i != b.after) {
+    return fmt::format("written {} byte(s) past its end (an overrun)", i + 1);
+  }
+  if (b.freed) {
+    if (const std::size_t i = FirstNot(p, b.size, kFreedPattern); i != b.size) {
+      return fmt::format("byte {} written after the free (a use after free)", i);
+    }
+  }
+  return {};
+}
+
+void Environment::Impl::CheckQuarantine(const Driver* driver, const Site& at) {
+  for (const std::uintptr_t start : quarantine) {
+    const PoolBlock& b = pool.at(start);
+    if (driver != nullptr && b.driver != driver) continue;
+    if (const std::string corruption = Corruption(start, b); !corruption.empty()) {
+      Fail("POOL", fmt::format("a {}-byte block allocated at {} and freed at {}: {}", b.size, Describe(b.site),
+                               Describe(b.freed_at), corruption),
+           at);
+      return;
+    }
+  }
+}
+
+void Environment::Impl::Release(std::uintptr_t start, const PoolBlock& b) {
+  std::free(reinterpret_cast<void*>(start - b.guard));
 }
 
 // ---- the idle hook: simulated time -------------------------------------------------------------
@@ -677,7 +791,9 @@ void Environment::Run() { RunUntil([] { return false; }); }
 void Environment::RunUntil(const std::function<bool()>& done) {
   if (impl_->failed) throw std::logic_error("the kernel environment already failed a check");
   try {
+    const FaultReport faults;
     impl_->scheduler.RunUntil(done);
+    impl_->CheckQuarantine(nullptr, Site{});  // a write after free that no later check saw
     impl_->ThrowPendingFailure();
   } catch (const DeadlockError& e) {
     throw DeadlockError(std::string(e.what()) + InterleavingTail());

@@ -118,8 +118,13 @@ struct Work {
 enum class BlockKind : std::uint8_t { kPool, kMdl, kWorkItem, kDevice };
 const char* Name(BlockKind kind);  // "pool", "MDL", "IO_WORKITEM", "device"
 
+// A block lies between guard zones, as in Driver Verifier's special pool: `guard` bytes before it,
+// and after it the rest of its last line (or page) and `guard` bytes more, all filled with a
+// pattern the environment checks (Environment::Impl::CheckGuards).
 struct PoolBlock {
   std::size_t size = 0;
+  std::size_t guard = 0;   // the guard zone before the block; the allocation starts that far before
+  std::size_t after = 0;   // the guard zone after it: from its end to the allocation's
   ULONG tag = 0;
   BlockKind kind = BlockKind::kPool;
   Driver* driver = nullptr;
@@ -240,6 +245,13 @@ struct Environment::Impl {
   void* Allocate(std::size_t bytes, ULONG tag, bool zero, bool paged, const Site& site, BlockKind kind);
   void Free(void* p, std::optional<ULONG> tag, const Site& site, const char* service);
   PoolBlock* FindBlock(const void* p, std::uintptr_t* start);
+  // What was written where it must not have been: the guard zones of the block at `start`, and,
+  // for a freed block, the block itself (a write after free); empty if nothing.
+  std::string Corruption(std::uintptr_t start, const PoolBlock& b) const;
+  // Reports the first corrupted block in quarantine (of `driver`, or of any driver).
+  void CheckQuarantine(const Driver* driver, const Site& at);
+  // Gives a block back to the C library (it leaves quarantine, or the environment ends).
+  static void Release(std::uintptr_t start, const PoolBlock& b);
 
   // ---- the idle hook: simulated time ----
   bool AdvanceTime();

@@ -15,6 +15,9 @@
 
 KernelTestResults g_results;
 
+/* A pointer the compiler cannot see is NULL: the crash scenarios write through it. */
+static volatile ULONG *volatile g_nowhere = NULL;
+
 /* ---- adapter open the real way: WSK, its NDK extension, an interface index from netio ---- */
 
 static const WSK_CLIENT_DISPATCH g_client_dispatch = {MAKE_WSK_VERSION(1, 0), 0, NULL};
@@ -137,6 +140,7 @@ static VOID OpenSecondAdapterExWorker(PVOID Context) { OpenSecondAdapter((CALLBA
 static VOID PdCreated(PVOID Context, NTSTATUS Status, NDK_OBJECT_HEADER *Header) {
     CALLBACK_DRIVER *driver = (CALLBACK_DRIVER *)Context;
     g_results.callback_irql = KeGetCurrentIrql();
+    if (g_results.crash_in_callback) *g_nowhere = 1;
     if (g_results.assert_in_callback) {
         volatile ULONG *nowhere = NULL;
         NT_ASSERT(Header == NULL); /* fails: the run must stop here, */
@@ -434,6 +438,44 @@ VOID ViolationFreeWithWrongTag(VOID) {
     PVOID p = ExAllocatePool2(POOL_FLAG_NON_PAGED, 64, TAG_TEST);
     ExFreePoolWithTag(p, 'gnrW'); /* the violation */
 }
+
+/* ---- special pool: writes outside a block, and into a freed one ---- */
+
+VOID ViolationOverrunPool(VOID) {
+    UCHAR *p = (UCHAR *)ExAllocatePool2(POOL_FLAG_NON_PAGED, 61, TAG_TEST);
+    volatile UCHAR *q = p;
+    q[61] = 1; /* the violation: one byte past the end */
+    ExFreePoolWithTag(p, TAG_TEST);
+}
+
+VOID ViolationUnderrunPool(VOID) {
+    UCHAR *p = (UCHAR *)ExAllocatePool2(POOL_FLAG_NON_PAGED, 61, TAG_TEST);
+    volatile UCHAR *q = p - 4;
+    *q = 1; /* the violation: four bytes before the start */
+    ExFreePoolWithTag(p, TAG_TEST);
+}
+
+VOID ViolationWriteAfterFree(VOID) {
+    UCHAR *p = (UCHAR *)ExAllocatePool2(POOL_FLAG_NON_PAGED, 64, TAG_TEST);
+    volatile UCHAR *q = p;
+    ExFreePoolWithTag(p, TAG_TEST);
+    q[10] = 1; /* the violation */
+}
+
+/* ---- crashes: a wild write, a stack overflow ---- */
+
+VOID CrashWriteThroughNull(VOID) { *g_nowhere = 1; }
+
+/* Each level keeps a page of its own on the stack, and uses it after the call below, so no
+ * compiler makes the recursion a loop. It stops only at a depth no kernel stack reaches. */
+static ULONG Recurse(ULONG depth) {
+    volatile UCHAR page[4096];
+    page[0] = (UCHAR)depth;
+    if (depth == MAXULONG) return 0;
+    return Recurse(depth + 1) + page[0];
+}
+
+VOID CrashStackOverflow(VOID) { (void)Recurse(0); }
 
 /* ---- a driver that leaks at unload ---- */
 

@@ -36,6 +36,7 @@ typedef struct KernelTestResults {
     uint32_t callback_driver_ipv4;
     uint8_t callback_from_timer; /* set by the test: a timer's DPC queues the work item instead */
     uint8_t assert_in_callback;  /* set by the test: the create's callback fails an NT_ASSERT */
+    uint8_t crash_in_callback;   /* set by the test: the create's callback writes through NULL */
     int32_t create_status;
     uint8_t callback_irql;
     int32_t work_open_status;
@@ -62,6 +63,11 @@ void ViolationSpinLockReleasedTwice(void);
 void ViolationPagedCodeAtDispatch(void);
 void ViolationSetEventAfterFree(void);
 void ViolationFreeWithWrongTag(void);
+void ViolationOverrunPool(void);
+void ViolationUnderrunPool(void);
+void ViolationWriteAfterFree(void);
+void CrashWriteThroughNull(void);
+void CrashStackOverflow(void);
 int32_t LeakyDriverEntry(struct _DRIVER_OBJECT *driver, struct _UNICODE_STRING *registry_path);
 int32_t CleanDriverEntry(struct _DRIVER_OBJECT *driver, struct _UNICODE_STRING *registry_path);
 int32_t HeartbeatDriverEntry(struct _DRIVER_OBJECT *driver, struct _UNICODE_STRING *registry_path);
