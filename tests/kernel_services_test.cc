@@ -154,6 +154,13 @@ TEST_F(KernelServices, VerifierReportsASpinLockReleasedTwice) {
   EXPECT_EQ(ViolationOf(&ViolationSpinLockReleasedTwice), "SPIN_LOCK");
 }
 
+// The second KeReleaseSpinLock runs at PASSIVE_LEVEL (the first restored it): it is named a double
+// release, not a release at the wrong IRQL.
+TEST_F(KernelServices, ASecondKeReleaseSpinLockIsNamedADoubleRelease) {
+  EXPECT_EQ(ViolationOf(&ViolationSpinLockReleasedTwiceAtPassive), "SPIN_LOCK");
+  EXPECT_NE(message_.find("is not held (released twice?)"), std::string::npos) << message_;
+}
+
 TEST_F(KernelServices, VerifierReportsPagedCodeAtRaisedIrql) {
   EXPECT_EQ(ViolationOf(&ViolationPagedCodeAtDispatch), "IRQL");
 }
@@ -212,6 +219,19 @@ TEST_F(KernelServices, SpecialPoolReportsAWriteAfterFreeWithBothSites) {
   EXPECT_NE(message_.find("a 64-byte block allocated at "), std::string::npos) << message_;
   EXPECT_NE(message_.find(" and freed at "), std::string::npos) << message_;
   EXPECT_NE(message_.find("byte 10 written after the free (a use after free)"), std::string::npos) << message_;
+}
+
+// Freeing an event a thread waits on is named as such, with the free's site (it was a deadlock
+// report, or memory corruption).
+TEST_F(KernelServices, FreeingPoolWithAnEventAThreadWaitsOnIsReported) {
+  EXPECT_EQ(ViolationOf(&ViolationFreeEventWithWaiter), "USE_AFTER_FREE");
+  EXPECT_NE(message_.find("ExFreePoolWithTag of a "), std::string::npos) << message_;
+  EXPECT_NE(message_.find(" waits on an object in it"), std::string::npos) << message_;
+}
+
+TEST_F(KernelServices, InitializingAnEventAThreadWaitsOnIsReported) {
+  EXPECT_EQ(ViolationOf(&ViolationReinitializeEventWithWaiter), "REINITIALIZED");
+  EXPECT_NE(message_.find("KeInitializeEvent of "), std::string::npos) << message_;
 }
 
 // A wild write in consumer code fails the run with a report (the thread, its IRQL, the

@@ -176,6 +176,7 @@ void Dispatcher::Release(Waiter& w, WaitOutcome outcome) {
     if (b.linked) Unlink(b);
   }
   if (w.deadline) timed_.erase(std::find(timed_.begin(), timed_.end(), &w));
+  blocked_.erase(std::find(blocked_.begin(), blocked_.end(), &w));
   w.outcome = outcome;
   scheduler_.Wake(w.thread);
 }
@@ -248,9 +249,22 @@ WaitOutcome Dispatcher::Wait(std::span<DispatcherObject* const> objects, WaitTyp
   if (deadline && *deadline <= now_()) return WaitOutcome{true, 0};
   NDKSIM_CHECK(scheduler_.InThread(), "a wait that would block, outside a kernel thread");
   for (WaitBlock& b : w.blocks) Link(b);
+  blocked_.push_back(&w);
   if (deadline) timed_.push_back(&w);
   scheduler_.Block(&Dispatcher::DescribeWait, &w);
   return w.outcome;
+}
+
+std::optional<Scheduler::ThreadId> Dispatcher::WaiterIn(const void* begin, const void* end) const {
+  const auto first = reinterpret_cast<std::uintptr_t>(begin);
+  const auto past = reinterpret_cast<std::uintptr_t>(end);
+  for (const Waiter* w : blocked_) {
+    for (const WaitBlock& b : w->blocks) {
+      const auto at = reinterpret_cast<std::uintptr_t>(b.object);
+      if (at >= first && at < past) return w->thread;
+    }
+  }
+  return std::nullopt;
 }
 
 std::string Dispatcher::DescribeWait(const void* waiter) {

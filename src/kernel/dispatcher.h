@@ -91,6 +91,9 @@ class Dispatcher {
   // waits on it; returns the previous state.
   std::int32_t SetEvent(DispatcherObject& event);
   static bool HasWaiters(const DispatcherObject& object) { return object.first != nullptr; }
+  // A kernel thread blocked in a wait on an object that lies in [begin, end), if any (found from
+  // the blocked waits, not from the memory, which may not hold an object yet).
+  std::optional<Scheduler::ThreadId> WaiterIn(const void* begin, const void* end) const;
   // KeResetEvent: returns the previous state; KeClearEvent is the same without it.
   static std::int32_t ResetEvent(DispatcherObject& event);
 
@@ -127,6 +130,7 @@ class Dispatcher {
   Scheduler& scheduler_;
   std::function<TimePoint()> now_;
   std::function<void*(Scheduler::ThreadId)> owner_of_;
+  std::vector<Waiter*> blocked_;  // every blocked wait
   std::vector<Waiter*> timed_;  // blocked waits with a deadline
   std::vector<Waiter*> candidates_;  // SetEvent's working lists
   std::vector<Waiter*> ready_;

@@ -584,6 +584,14 @@ void Environment::Impl::Free(void* p, std::optional<ULONG> tag, const Site& at, 
          at);
     return;
   }
+  if (const auto waiter = dispatcher.WaiterIn(p, static_cast<const char*>(p) + b->size)) {
+    Fail("USE_AFTER_FREE",
+         fmt::format("{} of a {}-byte block allocated at {} while kernel thread '{}' waits on an object in it "
+                     "(its wait would go on in freed memory)",
+                     service, b->size, Describe(b->site), scheduler.NameOf(*waiter)),
+         at);
+    return;
+  }
   if (const std::string corruption = Corruption(start, *b); !corruption.empty()) {
     Fail("POOL", fmt::format("{} of a {}-byte block allocated at {}: {} (SPECIAL_POOL_DETECTED_MEMORY_CORRUPTION)",
                              service, b->size, Describe(b->site), corruption),
@@ -625,6 +633,16 @@ void Environment::Impl::Free(void* p, std::optional<ULONG> tag, const Site& at, 
                                Describe(leaving.site), Describe(leaving.freed_at), corruption),
            at);
     }
+  }
+}
+
+void Environment::Impl::CheckNotWaitedOn(const void* object, std::size_t bytes, const char* service, const Site& at) {
+  if (const auto waiter = dispatcher.WaiterIn(object, static_cast<const char*>(object) + bytes)) {
+    Fail("REINITIALIZED",
+         fmt::format("{} of {}, which kernel thread '{}' waits on (its wait would go on in an object made anew "
+                     "under it)",
+                     service, object, scheduler.NameOf(*waiter)),
+         at);
   }
 }
 

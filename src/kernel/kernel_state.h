@@ -245,6 +245,9 @@ struct Environment::Impl {
   void* Allocate(std::size_t bytes, ULONG tag, bool zero, bool paged, const Site& site, BlockKind kind);
   void Free(void* p, std::optional<ULONG> tag, const Site& site, const char* service);
   PoolBlock* FindBlock(const void* p, std::uintptr_t* start);
+  // Reports `service` (KeInitializeEvent and its kind) initializing an object that a kernel thread
+  // waits on: the wait would go on in an object that was made anew under it.
+  void CheckNotWaitedOn(const void* object, std::size_t bytes, const char* service, const Site& at);
   // What was written where it must not have been: the guard zones of the block at `start`, and,
   // for a freed block, the block itself (a write after free); empty if nothing.
   std::string Corruption(std::uintptr_t start, const PoolBlock& b) const;

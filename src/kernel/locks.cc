@@ -469,6 +469,8 @@ static_assert(sizeof(KSEMAPHORE) == sizeof(SemaphoreObject) && offsetof(KSEMAPHO
 
 VOID KeInitializeMutex(PRKMUTEX Mutex, ULONG Level) {
   (void)Level;
+  Impl& s = CurrentEnvironment();
+  s.CheckNotWaitedOn(Mutex, sizeof(*Mutex), "KeInitializeMutex", s.TakeSite());
   ndksim::kernel::Dispatcher::InitializeMutant(*reinterpret_cast<MutantObject*>(Mutex));
 }
 
@@ -494,10 +496,12 @@ LONG KeReadStateMutex(PRKMUTEX Mutex) { return Mutex->Header.SignalState; }
 
 VOID KeInitializeSemaphore(PRKSEMAPHORE Semaphore, LONG Count, LONG Limit) {
   Impl& s = CurrentEnvironment();
+  const Site at = s.TakeSite();
+  s.CheckNotWaitedOn(Semaphore, sizeof(*Semaphore), "KeInitializeSemaphore", at);
   if (Count < 0 || Limit <= 0 || Count > Limit) {
     s.Fail("SEMAPHORE", fmt::format("KeInitializeSemaphore with count {} and limit {} (0 <= count <= limit, and a "
                                     "limit above 0)", Count, Limit),
-           s.TakeSite());
+           at);
     return;
   }
   ndksim::kernel::Dispatcher::InitializeSemaphore(*reinterpret_cast<SemaphoreObject*>(Semaphore), Count, Limit);

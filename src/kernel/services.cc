@@ -50,16 +50,18 @@ void Acquire(Impl& s, PKSPIN_LOCK lock, const Site& at, const char* service) {
 
 void Release(Impl& s, PKSPIN_LOCK lock, const Site& at, const char* service) {
   Context& c = s.Current();
-  if (c.irql != DISPATCH_LEVEL) {
-    s.Fail("SPIN_LOCK", fmt::format("{} at IRQL {}: a spin lock is released at DISPATCH_LEVEL", service, c.irql), at);
-    return;
-  }
+  // Whether the lock is held comes first: a second KeReleaseSpinLock runs at the IRQL the first
+  // restored, and is a double release before it is a release at the wrong IRQL.
   const auto it = std::find(c.held.begin(), c.held.end(), lock);
   if (*lock == 0 || it == c.held.end()) {
     s.Fail("SPIN_LOCK",
            fmt::format("{} of spin lock {}, which {}", service, fmt::ptr(lock),
                        *lock == 0 ? "is not held (released twice?)" : "another context holds"),
            at);
+    return;
+  }
+  if (c.irql != DISPATCH_LEVEL) {
+    s.Fail("SPIN_LOCK", fmt::format("{} at IRQL {}: a spin lock is released at DISPATCH_LEVEL", service, c.irql), at);
     return;
   }
   c.held.erase(it);
@@ -387,6 +389,8 @@ BOOLEAN RtlEqualUnicodeString(PCUNICODE_STRING String1, PCUNICODE_STRING String2
 // ---- events and waits ----
 
 VOID KeInitializeEvent(PRKEVENT Event, EVENT_TYPE Type, BOOLEAN State) {
+  Impl& s = CurrentEnvironment();
+  s.CheckNotWaitedOn(Event, sizeof(*Event), "KeInitializeEvent", s.TakeSite());
   ndksim::kernel::Dispatcher::InitializeEvent(
       ObjectOf(Event),
       Type == SynchronizationEvent ? DispatcherObject::Kind::kSynchronizationEvent : DispatcherObject::Kind::kNotificationEvent,
@@ -626,6 +630,8 @@ VOID KeFlushQueuedDpcs(VOID) {
 }
 
 VOID KeInitializeTimerEx(PKTIMER Timer, TIMER_TYPE Type) {
+  Impl& s = CurrentEnvironment();
+  s.CheckNotWaitedOn(Timer, sizeof(*Timer), "KeInitializeTimer", s.TakeSite());
   std::memset(Timer, 0, sizeof(*Timer));
   ndksim::kernel::Dispatcher::InitializeEvent(
       ObjectOf(Timer),

@@ -6,6 +6,11 @@
 #undef KeRaiseIrql
 #undef KeLowerIrql
 #undef KeSetEvent
+#undef KeInitializeEvent
+#undef KeInitializeMutex
+#undef KeInitializeSemaphore
+#undef KeInitializeTimer
+#undef KeInitializeTimerEx
 #undef KeWaitForSingleObject
 #undef KeWaitForMultipleObjects
 #undef KeDelayExecutionThread

@@ -408,6 +408,15 @@ VOID ViolationWaitAtDispatch(VOID) {
     KeReleaseSpinLock(&lock, old);
 }
 
+VOID ViolationSpinLockReleasedTwiceAtPassive(VOID) {
+    KSPIN_LOCK lock;
+    KIRQL old;
+    KeInitializeSpinLock(&lock);
+    KeAcquireSpinLock(&lock, &old);
+    KeReleaseSpinLock(&lock, old);
+    KeReleaseSpinLock(&lock, old); /* the violation, at the IRQL the first release restored */
+}
+
 VOID ViolationSpinLockReleasedTwice(VOID) {
     KSPIN_LOCK lock;
     KLOCK_QUEUE_HANDLE handle;
@@ -460,6 +469,39 @@ VOID ViolationWriteAfterFree(VOID) {
     volatile UCHAR *q = p;
     ExFreePoolWithTag(p, TAG_TEST);
     q[10] = 1; /* the violation */
+}
+
+/* ---- dispatcher objects freed or made anew under a waiting thread ---- */
+
+static VOID WaitOnEvent(PVOID Context) {
+    KeWaitForSingleObject((PKEVENT)Context, Executive, KernelMode, FALSE, NULL);
+    PsTerminateSystemThread(STATUS_SUCCESS);
+}
+
+/* Starts a system thread that waits on `event`, and lets it block. */
+static VOID StartWaiter(PKEVENT event) {
+    HANDLE handle;
+    LARGE_INTEGER delay;
+    delay.QuadPart = -10; /* 1 microsecond */
+    if (NT_SUCCESS(PsCreateSystemThread(&handle, THREAD_ALL_ACCESS, NULL, NULL, NULL, WaitOnEvent, event))) {
+        ZwClose(handle);
+    }
+    KeDelayExecutionThread(KernelMode, FALSE, &delay);
+}
+
+VOID ViolationFreeEventWithWaiter(VOID) {
+    PKEVENT event = (PKEVENT)ExAllocatePool2(POOL_FLAG_NON_PAGED, sizeof(KEVENT), TAG_TEST);
+    KeInitializeEvent(event, NotificationEvent, FALSE);
+    StartWaiter(event);
+    ExFreePoolWithTag(event, TAG_TEST); /* the violation: the thread still waits on it */
+}
+
+static KEVENT g_waited_on;
+
+VOID ViolationReinitializeEventWithWaiter(VOID) {
+    KeInitializeEvent(&g_waited_on, NotificationEvent, FALSE);
+    StartWaiter(&g_waited_on);
+    KeInitializeEvent(&g_waited_on, NotificationEvent, FALSE); /* the violation */
 }
 
 /* ---- crashes: a wild write, a stack overflow ---- */

@@ -517,6 +517,10 @@ LONG KeReadStateSemaphore(PRKSEMAPHORE Semaphore);
 #define KeReleaseSemaphore(Semaphore, Increment, Adjustment, Wait) \
     NDKSIM_AT(KeReleaseSemaphore((Semaphore), (Increment), (Adjustment), (Wait)))
 #define KeSetEvent(Event, Increment, Wait) NDKSIM_AT(KeSetEvent((Event), (Increment), (Wait)))
+#define KeInitializeEvent(Event, Type, State) NDKSIM_AT(KeInitializeEvent((Event), (Type), (State)))
+#define KeInitializeMutex(Mutex, Level) NDKSIM_AT(KeInitializeMutex((Mutex), (Level)))
+#define KeInitializeSemaphore(Semaphore, Count, Limit) \
+    NDKSIM_AT(KeInitializeSemaphore((Semaphore), (Count), (Limit)))
 #define KeWaitForSingleObject(Object, WaitReason, WaitMode, Alertable, Timeout) \
     NDKSIM_AT(KeWaitForSingleObject((Object), (WaitReason), (WaitMode), (Alertable), (Timeout)))
 #define KeWaitForMultipleObjects(Count, Object, WaitType, WaitReason, WaitMode, Alertable, Timeout, WaitBlockArray) \
@@ -601,6 +605,8 @@ typedef struct _KTIMER {
 
 VOID KeInitializeTimer(PKTIMER Timer);
 VOID KeInitializeTimerEx(PKTIMER Timer, TIMER_TYPE Type);
+#define KeInitializeTimer(Timer) NDKSIM_AT(KeInitializeTimer((Timer)))
+#define KeInitializeTimerEx(Timer, Type) NDKSIM_AT(KeInitializeTimerEx((Timer), (Type)))
 BOOLEAN KeSetTimer(PKTIMER Timer, LARGE_INTEGER DueTime, PKDPC Dpc);
 BOOLEAN KeSetTimerEx(PKTIMER Timer, LARGE_INTEGER DueTime, LONG Period, PKDPC Dpc);
 BOOLEAN KeCancelTimer(PKTIMER Timer);
