@@ -91,6 +91,64 @@ TEST_F(KernelServices, TheLoopbackHasNoNdkAndAnotherMachinesIndexIsNotFound) {
   EXPECT_EQ(g_results.if_index + 1, env_.IfIndexOf(*node1_));
 }
 
+// ---- a machine with several RNICs (Environment::AddRnic) ----
+class KernelTwoRnics : public ::testing::Test {
+ protected:
+  KernelTwoRnics() {
+    std::memset(&g_results, 0, sizeof(g_results));
+    first_ = &fabric_.AddNode({"server-a", {"192.0.2.1"}});
+    (void)fabric_.AddNode({"client", {"192.0.2.2"}});
+    second_ = &fabric_.AddNode({"server-b", {"192.0.2.11"}});
+    env_.AddRnic(*first_, *second_);
+    env_.StartThread("test", [] { status_ = ScenarioTwoRnicsOnOneMachine(inet_addr("192.0.2.1"), inet_addr("192.0.2.11")); },
+                     first_);
+    env_.Run();
+  }
+
+  static inline std::int32_t status_ = -1;
+  Fabric fabric_{FabricConfig{.seed = 5, .profile = profiles::kConnectX100GbeRoce}};
+  Node* first_ = nullptr;
+  Node* second_ = nullptr;
+  Environment env_{fabric_, EnvironmentConfig{.seed = 11}};
+};
+
+TEST_F(KernelTwoRnics, TheMachineHasAnInterfaceForEachRnicBesideTheLoopback) {
+  EXPECT_EQ(status_, kSuccess);
+  EXPECT_EQ(g_results.interface_count, 3u);
+  EXPECT_EQ(g_results.if_index, env_.IfIndexOf(*first_));
+  EXPECT_EQ(g_results.second_if_index, env_.IfIndexOf(*second_));
+}
+
+TEST_F(KernelTwoRnics, EachRnicOpensAsAnAdapterOfItsOwn) {
+  EXPECT_EQ(g_results.first_open_status, kSuccess);
+  EXPECT_EQ(g_results.second_open_status, kSuccess);
+  EXPECT_EQ(g_results.adapters_differ, 1);
+}
+
+TEST_F(KernelTwoRnics, AnRnicsLuidConvertsToItsAliasAndNameAndBack) {
+  EXPECT_EQ(g_results.alias_status, kSuccess);
+  EXPECT_STREQ(g_results.alias, "Ethernet 3");  // the node's index is 2
+  EXPECT_EQ(g_results.alias_round_trip, 1);
+  EXPECT_EQ(g_results.name_status, kSuccess);
+  EXPECT_EQ(std::string(g_results.name), "ethernet_" + std::to_string(env_.IfIndexOf(*second_)));
+  EXPECT_EQ(g_results.name_round_trip, 1);
+}
+
+TEST_F(KernelTwoRnics, AnAliasBufferTooShortIsRefused) {
+  EXPECT_EQ(g_results.short_buffer_status, static_cast<std::int32_t>(0xC0000023u));  // STATUS_BUFFER_TOO_SMALL
+}
+
+// A machine's first node heads it: it cannot move into another machine.
+TEST(KernelMachines, TheFirstNodeOfAMachineWithSeveralRnicsCannotMove) {
+  Fabric fabric(FabricConfig{.seed = 5, .profile = profiles::kFunctional});
+  Node& a = fabric.AddNode({"a", {"192.0.2.1"}});
+  Node& b = fabric.AddNode({"b", {"192.0.2.2"}});
+  Node& c = fabric.AddNode({"c", {"192.0.2.3"}});
+  Environment env(fabric, EnvironmentConfig{.seed = 11});
+  env.AddRnic(a, b);
+  EXPECT_THROW(env.AddRnic(c, a), std::logic_error);
+}
+
 TEST_F(KernelServices, ATimerDpcRunsAtDispatchLevelAtItsSimulatedDueTime) {
   RunOnNode0([] { ScenarioTimerDpc(); });
   EXPECT_EQ(g_results.dpc_irql, 2);

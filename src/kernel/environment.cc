@@ -843,6 +843,18 @@ void Environment::Run(std::string name, std::function<void()> entry) {
 
 std::uint32_t Environment::IfIndexOf(const Node& node) const { return Impl::IfIndexOf(node); }
 
+void Environment::AddRnic(Node& machine, Node& rnic) {
+  const Node* target = impl_->MachineOf(&machine);
+  if (impl_->MachineOf(&rnic) == target) return;
+  for (const auto& [member, of] : impl_->machine_of) {
+    if (of == &rnic) throw std::logic_error("Environment::AddRnic: the node is the first of a machine with several RNICs");
+  }
+  if (impl_->machine_of.contains(&rnic)) {
+    throw std::logic_error("Environment::AddRnic: the node is already in another machine");
+  }
+  impl_->machine_of[&rnic] = target;
+}
+
 std::map<std::string, PoolTagUsage> Environment::PoolUsage() const {
   std::map<std::string, PoolTagUsage> usage;
   for (const auto& [tag, u] : impl_->tags) usage[TagName(tag)] = u;

@@ -165,6 +165,13 @@ struct Environment::Impl {
 
   // The interface index of a node's RNIC on its machine.
   static std::uint32_t IfIndexOf(const Node& node) { return 10 + node.Index(); }
+  // The machine a node's RNIC sits in, named by its first node (Environment::AddRnic); the node
+  // itself unless it was added to another's.
+  const Node* MachineOf(const Node* node) const {
+    const auto it = machine_of.find(node);
+    return it == machine_of.end() ? node : it->second;
+  }
+  std::map<const Node*, const Node*> machine_of;  // nodes added to another node's machine
 
   // ---- contexts ----
   Context& Current() {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Winsock Kernel registration and its NDK extension, and the interface lookups of netioapi.h: the
-// real way a kernel consumer finds and opens an NDK adapter. Each node is one machine, whose
-// interfaces are the software loopback (index 1) and the node's RNIC (Environment::IfIndexOf).
+// real way a kernel consumer finds and opens an NDK adapter. A machine's interfaces are the
+// software loopback (index 1) and one per RNIC: every node in the machine (Environment::AddRnic;
+// by default a node is a machine of its own), each with its own index (Environment::IfIndexOf).
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -52,6 +53,44 @@ NTSTATUS WskGetNameInfoUnsupported(PWSK_CLIENT, PSOCKADDR, ULONG, PUNICODE_STRIN
   return STATUS_NOT_SUPPORTED;
 }
 
+struct Interface {
+  NET_IFINDEX index;
+  NET_LUID luid;
+  ndksim::Node* rnic;  // nullptr: the loopback
+};
+
+// The machine's interfaces: the loopback, then one per RNIC (every node of the fabric in the
+// machine of `machine`, Environment::AddRnic), in the order the nodes were added.
+std::vector<Interface> InterfacesOf(Impl& s, const ndksim::Node* machine) {
+  std::vector<Interface> list;
+  Interface loopback{};
+  loopback.index = kLoopbackIndex;
+  loopback.luid.Info.IfType = IF_TYPE_SOFTWARE_LOOPBACK;
+  loopback.luid.Info.NetLuidIndex = 1;
+  list.push_back(loopback);
+  if (machine == nullptr) return list;
+  for (std::size_t n = 0; n < s.fabric.NodeCount(); ++n) {
+    ndksim::Node& node = s.fabric.GetNode(n);
+    if (s.MachineOf(&node) != s.MachineOf(machine)) continue;
+    Interface nic{};
+    nic.index = Impl::IfIndexOf(node);
+    nic.luid.Info.IfType = IF_TYPE_ETHERNET_CSMACD;
+    nic.luid.Info.NetLuidIndex = nic.index;
+    nic.rnic = &node;
+    list.push_back(nic);
+  }
+  return list;
+}
+
+// Windows's alias for the interface ("Ethernet <n>", by the node's index), and its name
+// (ConvertInterfaceLuidToNameW: the type's name, then the LUID's index).
+std::string AliasOf(const Interface& i) {
+  return i.rnic == nullptr ? "Loopback Pseudo-Interface 1" : fmt::format("Ethernet {}", i.rnic->Index() + 1);
+}
+std::string NameOf(const Interface& i) {
+  return fmt::format("{}_{}", i.rnic == nullptr ? "loopback" : "ethernet", i.luid.Info.NetLuidIndex);
+}
+
 NTSTATUS WskOpenNdkAdapter(PWSK_CLIENT Client, NDK_VERSION NdkVersion, NET_IFINDEX IfIndex, NDK_ADAPTER** ppNdkAdapter) {
   Impl& s = CurrentEnvironment();
   const Site at = s.TakeSite();
@@ -60,11 +99,16 @@ NTSTATUS WskOpenNdkAdapter(PWSK_CLIENT Client, NDK_VERSION NdkVersion, NET_IFIND
   ndksim::Node* machine = Machine(s);
   if (machine == nullptr) return STATUS_NOT_FOUND;
   if (IfIndex == kLoopbackIndex) return STATUS_NOT_SUPPORTED;
-  if (IfIndex != Impl::IfIndexOf(*machine)) return STATUS_NOT_FOUND;
+  // The machine's RNIC with that interface index.
+  ndksim::Node* rnic = nullptr;
+  for (const Interface& i : InterfacesOf(s, machine)) {
+    if (i.rnic != nullptr && i.index == IfIndex) rnic = i.rnic;
+  }
+  if (rnic == nullptr) return STATUS_NOT_FOUND;
   NDK_ADAPTER* adapter = nullptr;
-  const NTSTATUS status = machine->OpenAdapter(NdkVersion, &adapter);
+  const NTSTATUS status = rnic->OpenAdapter(NdkVersion, &adapter);
   if (!NT_SUCCESS(status)) return status;
-  s.adapters.push_back(OpenAdapter{adapter, machine, s.Current().driver});
+  s.adapters.push_back(OpenAdapter{adapter, rnic, s.Current().driver});
   s.ndk.AdoptAdapter(adapter, s.Current().driver, machine);
   *ppNdkAdapter = adapter;
   return STATUS_SUCCESS;
@@ -112,37 +156,13 @@ const WSK_PROVIDER_DISPATCH kProviderDispatch = {
 
 // ---- interfaces ----
 
-struct Interface {
-  NET_IFINDEX index;
-  NET_LUID luid;
-  bool rnic;
-};
-
-std::vector<Interface> InterfacesOf(ndksim::Node* machine) {
-  std::vector<Interface> list;
-  Interface loopback{};
-  loopback.index = kLoopbackIndex;
-  loopback.luid.Info.IfType = IF_TYPE_SOFTWARE_LOOPBACK;
-  loopback.luid.Info.NetLuidIndex = 1;
-  list.push_back(loopback);
-  if (machine != nullptr) {
-    Interface nic{};
-    nic.index = Impl::IfIndexOf(*machine);
-    nic.luid.Info.IfType = IF_TYPE_ETHERNET_CSMACD;
-    nic.luid.Info.NetLuidIndex = nic.index;
-    nic.rnic = true;
-    list.push_back(nic);
-  }
-  return list;
-}
-
 void SetText(WCHAR* out, const std::string& text) {
   std::size_t i = 0;
   for (; i < text.size() && i < IF_MAX_STRING_SIZE; ++i) out[i] = static_cast<WCHAR>(text[i]);
   out[i] = 0;
 }
 
-void FillRow(Impl& s, ndksim::Node* machine, const Interface& i, MIB_IF_ROW2* row) {
+void FillRow(Impl& s, const Interface& i, MIB_IF_ROW2* row) {
   std::memset(row, 0, sizeof(*row));
   row->InterfaceLuid = i.luid;
   row->InterfaceIndex = i.index;
@@ -150,23 +170,23 @@ void FillRow(Impl& s, ndksim::Node* machine, const Interface& i, MIB_IF_ROW2* ro
   row->AdminStatus = NET_IF_ADMIN_STATUS_UP;
   row->OperStatus = IfOperStatusUp;
   row->MediaConnectState = MediaConnectStateConnected;
-  row->InterfaceAndOperStatusFlags.ConnectorPresent = i.rnic ? 1 : 0;
-  row->InterfaceAndOperStatusFlags.HardwareInterface = i.rnic ? 1 : 0;
-  if (!i.rnic) {
-    SetText(row->Alias, "Loopback Pseudo-Interface 1");
+  row->InterfaceAndOperStatusFlags.ConnectorPresent = i.rnic != nullptr ? 1 : 0;
+  row->InterfaceAndOperStatusFlags.HardwareInterface = i.rnic != nullptr ? 1 : 0;
+  SetText(row->Alias, AliasOf(i));
+  if (i.rnic == nullptr) {
     SetText(row->Description, "Software Loopback Interface 1");
     row->Type = IF_TYPE_SOFTWARE_LOOPBACK;
     row->Mtu = 0xFFFFFFFFu;
     row->TransmitLinkSpeed = row->ReceiveLinkSpeed = 1'073'741'824'000ULL;
     return;
   }
-  SetText(row->Alias, fmt::format("Ethernet {}", machine->Index() + 1));
-  SetText(row->Description, fmt::format("ndksim simulated RNIC ({}, node '{}')", s.fabric.Profile().name, machine->Name()));
+  const ndksim::Node& rnic = *i.rnic;
+  SetText(row->Description, fmt::format("ndksim simulated RNIC ({}, node '{}')", s.fabric.Profile().name, rnic.Name()));
   row->Type = IF_TYPE_ETHERNET_CSMACD;
   row->Mtu = 1500;
   row->PhysicalMediumType = 14;  // NdisPhysicalMedium802_3
   row->PhysicalAddressLength = 6;
-  const UCHAR mac[6] = {0x02, 0x4E, 0x44, 0x4B, 0x00, static_cast<UCHAR>(machine->Index())};
+  const UCHAR mac[6] = {0x02, 0x4E, 0x44, 0x4B, static_cast<UCHAR>(rnic.Index() >> 8), static_cast<UCHAR>(rnic.Index())};
   std::memcpy(row->PhysicalAddress, mac, 6);
   std::memcpy(row->PermanentPhysicalAddress, mac, 6);
   const auto bps = static_cast<ULONG64>(s.fabric.Profile().link_rate.bits_per_second);
@@ -196,7 +216,7 @@ bool ParseAddress(const std::string& text, SOCKADDR_INET* out) {
   return false;
 }
 
-std::vector<MIB_UNICASTIPADDRESS_ROW> AddressesOf(ndksim::Node* machine, ADDRESS_FAMILY family) {
+std::vector<MIB_UNICASTIPADDRESS_ROW> AddressesOf(Impl& s, const ndksim::Node* machine, ADDRESS_FAMILY family) {
   std::vector<MIB_UNICASTIPADDRESS_ROW> rows;
   const auto add = [&](const std::string& text, const Interface& i) {
     MIB_UNICASTIPADDRESS_ROW row{};
@@ -211,11 +231,12 @@ std::vector<MIB_UNICASTIPADDRESS_ROW> AddressesOf(ndksim::Node* machine, ADDRESS
     row.DadState = NldsPreferred;
     rows.push_back(row);
   };
-  const std::vector<Interface> list = InterfacesOf(machine);
+  const std::vector<Interface> list = InterfacesOf(s, machine);
   add("127.0.0.1", list[0]);
   add("::1", list[0]);
-  if (machine != nullptr) {
-    for (const std::string& a : machine->Addresses()) add(a, list[1]);
+  for (const Interface& i : list) {
+    if (i.rnic == nullptr) continue;
+    for (const std::string& a : i.rnic->Addresses()) add(a, i);
   }
   return rows;
 }
@@ -231,9 +252,65 @@ Table* NewTable(Impl& s, const std::vector<Row>& rows) {
   return table;
 }
 
+// Copies `text` and its NUL into `out` of `length` WCHARs.
+NETIO_STATUS CopyText(const std::string& text, PWSTR out, SIZE_T length) {
+  if (length < text.size() + 1) return STATUS_BUFFER_TOO_SMALL;
+  for (std::size_t c = 0; c < text.size(); ++c) out[c] = static_cast<WCHAR>(text[c]);
+  out[text.size()] = 0;
+  return STATUS_SUCCESS;
+}
+
+// Whether the NUL-terminated `wide` reads `text`, character for character (ASCII).
+bool SameText(const WCHAR* wide, const std::string& text) {
+  std::size_t c = 0;
+  for (; c < text.size(); ++c) {
+    if (wide[c] != static_cast<WCHAR>(static_cast<unsigned char>(text[c]))) return false;
+  }
+  return wide[c] == 0;
+}
+
+// The LUID-to-text and text-to-LUID conversions, by `text_of` (AliasOf or NameOf).
+NETIO_STATUS LuidToText(std::string (*text_of)(const Interface&), const NET_LUID* luid, PWSTR out, SIZE_T length) {
+  Impl& s = CurrentEnvironment();
+  if (luid == nullptr || out == nullptr || luid->Value == 0) return STATUS_INVALID_PARAMETER;
+  const std::vector<Interface> list = InterfacesOf(s, Machine(s));
+  const Interface* i = FindInterface(list, luid, 0);
+  if (i == nullptr) return STATUS_INVALID_PARAMETER;
+  return CopyText(text_of(*i), out, length);
+}
+
+NETIO_STATUS TextToLuid(std::string (*text_of)(const Interface&), const WCHAR* text, PNET_LUID luid) {
+  Impl& s = CurrentEnvironment();
+  if (text == nullptr || luid == nullptr) return STATUS_INVALID_PARAMETER;
+  for (const Interface& i : InterfacesOf(s, Machine(s))) {
+    if (SameText(text, text_of(i))) {
+      *luid = i.luid;
+      return STATUS_SUCCESS;
+    }
+  }
+  return STATUS_INVALID_PARAMETER;
+}
+
 }  // namespace
 
 extern "C" {
+
+NETIO_STATUS ConvertInterfaceLuidToAlias(const NET_LUID* InterfaceLuid, PWSTR InterfaceAlias, SIZE_T Length) {
+  return LuidToText(&AliasOf, InterfaceLuid, InterfaceAlias, Length);
+}
+
+NETIO_STATUS ConvertInterfaceAliasToLuid(const WCHAR* InterfaceAlias, PNET_LUID InterfaceLuid) {
+  return TextToLuid(&AliasOf, InterfaceAlias, InterfaceLuid);
+}
+
+NETIO_STATUS ConvertInterfaceLuidToNameW(const NET_LUID* InterfaceLuid, PWSTR InterfaceName, SIZE_T Length) {
+  return LuidToText(&NameOf, InterfaceLuid, InterfaceName, Length);
+}
+
+NETIO_STATUS ConvertInterfaceNameToLuidW(const WCHAR* InterfaceName, PNET_LUID InterfaceLuid) {
+  return TextToLuid(&NameOf, InterfaceName, InterfaceLuid);
+}
+
 
 NTSTATUS WskRegister(PWSK_CLIENT_NPI WskClientNpi, PWSK_REGISTRATION WskRegistration) {
   Impl& s = CurrentEnvironment();
@@ -297,11 +374,10 @@ NETIO_STATUS GetIfTable2Ex(MIB_IF_TABLE_LEVEL Level, PMIB_IF_TABLE2* Table) {
   Impl& s = CurrentEnvironment();
   s.RequireIrqlExactly(PASSIVE_LEVEL, "GetIfTable2", s.site);
   if (Table == nullptr) return STATUS_INVALID_PARAMETER;
-  ndksim::Node* machine = Machine(s);
   std::vector<MIB_IF_ROW2> rows;
-  for (const Interface& i : InterfacesOf(machine)) {
+  for (const Interface& i : InterfacesOf(s, Machine(s))) {
     MIB_IF_ROW2 row;
-    FillRow(s, machine, i, &row);
+    FillRow(s, i, &row);
     rows.push_back(row);
   }
   *Table = NewTable<MIB_IF_TABLE2>(s, rows);
@@ -314,11 +390,10 @@ NETIO_STATUS GetIfEntry2(PMIB_IF_ROW2 Row) {
   Impl& s = CurrentEnvironment();
   s.RequireIrqlExactly(PASSIVE_LEVEL, "GetIfEntry2", s.TakeSite());
   if (Row == nullptr) return STATUS_INVALID_PARAMETER;
-  ndksim::Node* machine = Machine(s);
-  const std::vector<Interface> list = InterfacesOf(machine);
+  const std::vector<Interface> list = InterfacesOf(s, Machine(s));
   const Interface* i = FindInterface(list, &Row->InterfaceLuid, Row->InterfaceIndex);
   if (i == nullptr) return STATUS_NOT_FOUND;
-  FillRow(s, machine, *i, Row);
+  FillRow(s, *i, Row);
   return STATUS_SUCCESS;
 }
 
@@ -328,7 +403,7 @@ NETIO_STATUS GetUnicastIpAddressTable(ADDRESS_FAMILY Family, PMIB_UNICASTIPADDRE
   if (Table == nullptr || (Family != AF_UNSPEC && Family != AF_INET && Family != AF_INET6)) {
     return STATUS_INVALID_PARAMETER;
   }
-  const std::vector<MIB_UNICASTIPADDRESS_ROW> rows = AddressesOf(Machine(s), Family);
+  const std::vector<MIB_UNICASTIPADDRESS_ROW> rows = AddressesOf(s, Machine(s), Family);
   if (rows.empty()) return STATUS_NOT_FOUND;
   *Table = NewTable<MIB_UNICASTIPADDRESS_TABLE>(s, rows);
   return *Table != nullptr ? STATUS_SUCCESS : STATUS_INSUFFICIENT_RESOURCES;
@@ -338,7 +413,7 @@ NETIO_STATUS GetUnicastIpAddressEntry(PMIB_UNICASTIPADDRESS_ROW Row) {
   Impl& s = CurrentEnvironment();
   s.RequireIrqlExactly(PASSIVE_LEVEL, "GetUnicastIpAddressEntry", s.TakeSite());
   if (Row == nullptr) return STATUS_INVALID_PARAMETER;
-  for (const MIB_UNICASTIPADDRESS_ROW& r : AddressesOf(Machine(s), Row->Address.si_family)) {
+  for (const MIB_UNICASTIPADDRESS_ROW& r : AddressesOf(s, Machine(s), Row->Address.si_family)) {
     const bool same_interface = (Row->InterfaceLuid.Value != 0 && Row->InterfaceLuid.Value == r.InterfaceLuid.Value) ||
                                 (Row->InterfaceLuid.Value == 0 && Row->InterfaceIndex == r.InterfaceIndex);
     const bool same_address =
@@ -361,7 +436,7 @@ VOID FreeMibTable(PVOID Memory) {
 NETIO_STATUS ConvertInterfaceIndexToLuid(NET_IFINDEX InterfaceIndex, PNET_LUID InterfaceLuid) {
   Impl& s = CurrentEnvironment();
   if (InterfaceLuid == nullptr) return STATUS_INVALID_PARAMETER;
-  const std::vector<Interface> list = InterfacesOf(Machine(s));
+  const std::vector<Interface> list = InterfacesOf(s, Machine(s));
   const Interface* i = FindInterface(list, nullptr, InterfaceIndex);
   if (i == nullptr) {
     InterfaceLuid->Value = 0;
@@ -374,7 +449,7 @@ NETIO_STATUS ConvertInterfaceIndexToLuid(NET_IFINDEX InterfaceIndex, PNET_LUID I
 NETIO_STATUS ConvertInterfaceLuidToIndex(const NET_LUID* InterfaceLuid, PNET_IFINDEX InterfaceIndex) {
   Impl& s = CurrentEnvironment();
   if (InterfaceLuid == nullptr || InterfaceIndex == nullptr) return STATUS_INVALID_PARAMETER;
-  const std::vector<Interface> list = InterfacesOf(Machine(s));
+  const std::vector<Interface> list = InterfacesOf(s, Machine(s));
   const Interface* i = FindInterface(list, InterfaceLuid, 0);
   if (i == nullptr || InterfaceLuid->Value == 0) {
     *InterfaceIndex = NET_IFINDEX_UNSPECIFIED;

@@ -224,6 +224,54 @@ NTSTATUS CallbackLeakyDriverEntry(PDRIVER_OBJECT Driver, PUNICODE_STRING Registr
     return StartCallbackDriver(Driver);
 }
 
+/* ---- a machine with two RNICs ---- */
+
+/* Finds both RNICs' interfaces by their addresses, opens an adapter on each, and converts their
+ * LUIDs to aliases and names and back. */
+NTSTATUS ScenarioTwoRnicsOnOneMachine(ULONG first_ipv4, ULONG second_ipv4) {
+    WSK_SESSION wsk;
+    PMIB_IF_TABLE2 interfaces = NULL;
+    NDK_ADAPTER *first = NULL;
+    NDK_ADAPTER *second = NULL;
+    NET_LUID luid;
+    NET_LUID back;
+    WCHAR text[NDIS_IF_MAX_STRING_SIZE + 1];
+    NTSTATUS status;
+    ULONG i;
+
+    PAGED_CODE();
+    status = OpenWskSession(&wsk);
+    if (!NT_SUCCESS(status)) return status;
+    status = GetIfTable2(&interfaces);
+    if (!NT_SUCCESS(status)) return status;
+    g_results.interface_count = interfaces->NumEntries;
+    FreeMibTable(interfaces);
+    g_results.if_index = IfIndexOfAddress(first_ipv4);
+    g_results.second_if_index = IfIndexOfAddress(second_ipv4);
+
+    g_results.first_open_status =
+        wsk.ndk.WskOpenNdkAdapter(wsk.provider.Client, (NDK_VERSION){2, 0}, g_results.if_index, &first);
+    g_results.second_open_status =
+        wsk.ndk.WskOpenNdkAdapter(wsk.provider.Client, (NDK_VERSION){2, 0}, g_results.second_if_index, &second);
+    g_results.adapters_differ = first != NULL && second != NULL && first != second;
+
+    /* The second RNIC's alias and name, and back to its LUID. */
+    status = ConvertInterfaceIndexToLuid(g_results.second_if_index, &luid);
+    if (!NT_SUCCESS(status)) return status;
+    g_results.alias_status = ConvertInterfaceLuidToAlias(&luid, text, RTL_NUMBER_OF(text));
+    for (i = 0; i < RTL_NUMBER_OF(g_results.alias) - 1 && text[i] != 0; ++i) g_results.alias[i] = (char)text[i];
+    g_results.alias_round_trip = NT_SUCCESS(ConvertInterfaceAliasToLuid(text, &back)) && back.Value == luid.Value;
+    g_results.name_status = ConvertInterfaceLuidToNameW(&luid, text, RTL_NUMBER_OF(text));
+    for (i = 0; i < RTL_NUMBER_OF(g_results.name) - 1 && text[i] != 0; ++i) g_results.name[i] = (char)text[i];
+    g_results.name_round_trip = NT_SUCCESS(ConvertInterfaceNameToLuidW(text, &back)) && back.Value == luid.Value;
+    g_results.short_buffer_status = ConvertInterfaceLuidToAlias(&luid, text, 3);
+
+    if (first != NULL) wsk.ndk.WskCloseNdkAdapter(wsk.provider.Client, first);
+    if (second != NULL) wsk.ndk.WskCloseNdkAdapter(wsk.provider.Client, second);
+    CloseWskSession(&wsk);
+    return STATUS_SUCCESS;
+}
+
 /* ---- timers and DPCs on simulated time ---- */
 
 static VOID TimerDpc(PKDPC Dpc, PVOID Context, PVOID Arg1, PVOID Arg2) {

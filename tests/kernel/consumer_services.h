@@ -37,6 +37,20 @@ typedef struct KernelTestResults {
     uint8_t callback_from_timer; /* set by the test: a timer's DPC queues the work item instead */
     uint8_t assert_in_callback;  /* set by the test: the create's callback fails an NT_ASSERT */
     uint8_t crash_in_callback;   /* set by the test: the create's callback writes through NULL */
+    /* ScenarioTwoRnicsOnOneMachine: the machine's interfaces, the second RNIC's index (the first's
+     * is if_index), both adapter opens, and the second RNIC's alias and name conversions. */
+    uint32_t interface_count;
+    uint32_t second_if_index;
+    int32_t first_open_status;
+    int32_t second_open_status;
+    uint8_t adapters_differ;
+    int32_t alias_status;
+    char alias[32];
+    uint8_t alias_round_trip;
+    int32_t name_status;
+    char name[32];
+    uint8_t name_round_trip;
+    int32_t short_buffer_status;
     int32_t create_status;
     uint8_t callback_irql;
     int32_t work_open_status;
@@ -48,6 +62,7 @@ struct _DRIVER_OBJECT;
 struct _UNICODE_STRING;
 
 int32_t ScenarioOpenAdapterThroughWsk(uint32_t ipv4_network_order);
+int32_t ScenarioTwoRnicsOnOneMachine(uint32_t first_ipv4, uint32_t second_ipv4);
 void ScenarioTimerDpc(void);
 int32_t ScenarioWaitTimesOut(void);
 int32_t ScenarioWorkItemFromDpc(struct _DRIVER_OBJECT *driver);

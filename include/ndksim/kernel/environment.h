@@ -133,6 +133,12 @@ class Environment {
 
   // The interface index of the node's RNIC (what WskOpenNdkAdapter takes) on its machine.
   std::uint32_t IfIndexOf(const Node& node) const;
+  // Puts `rnic`'s RNIC into `machine`'s machine, beside the RNICs it has: that machine then has an
+  // interface (index, LUID, alias, addresses) and an NDK adapter for each. By default each node is
+  // a machine with one RNIC. Kernel threads, drivers and work items of either node run on the one
+  // machine. Call it before anything runs on `rnic`; a node that is already in another machine
+  // with more than one RNIC cannot move (std::logic_error).
+  void AddRnic(Node& machine, Node& rnic);
   // Pool in use, by tag (the tag's four characters, as Windows prints them: 'Ndk1' -> "Ndk1").
   std::map<std::string, PoolTagUsage> PoolUsage() const;
   // Every DbgPrint/DbgPrintEx line so far: "[time ps] thread: text".

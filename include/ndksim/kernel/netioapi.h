@@ -135,6 +135,12 @@ NETIO_STATUS GetUnicastIpAddressEntry(PMIB_UNICASTIPADDRESS_ROW Row);
 VOID FreeMibTable(PVOID Memory);
 NETIO_STATUS ConvertInterfaceIndexToLuid(NET_IFINDEX InterfaceIndex, PNET_LUID InterfaceLuid);
 NETIO_STATUS ConvertInterfaceLuidToIndex(const NET_LUID *InterfaceLuid, PNET_IFINDEX InterfaceIndex);
+/* Alias ("Ethernet 1") and name ("ethernet_10") conversions. Length counts WCHARs, the NUL
+ * included; a buffer too short gets STATUS_BUFFER_TOO_SMALL (docs/kernel.md says why). */
+NETIO_STATUS ConvertInterfaceLuidToAlias(const NET_LUID *InterfaceLuid, PWSTR InterfaceAlias, SIZE_T Length);
+NETIO_STATUS ConvertInterfaceAliasToLuid(const WCHAR *InterfaceAlias, PNET_LUID InterfaceLuid);
+NETIO_STATUS ConvertInterfaceLuidToNameW(const NET_LUID *InterfaceLuid, PWSTR InterfaceName, SIZE_T Length);
+NETIO_STATUS ConvertInterfaceNameToLuidW(const WCHAR *InterfaceName, PNET_LUID InterfaceLuid);
 
 #ifdef __cplusplus
 } /* extern "C" */
