@@ -314,6 +314,7 @@ void Environment::Impl::CheckDriverLeftNothing(Driver& d) {
   for (const Work& w : work) {
     if (w.driver == &d) left.push_back("a queued work item");
   }
+  CheckLinksLeft(d, &left);
   for (Scheduler::ThreadId id = 0; id < contexts.size(); ++id) {
     const Context& c = contexts[id];
     if (c.driver == &d && c.object != nullptr && c.object->id != Scheduler::kNone) {

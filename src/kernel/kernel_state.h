@@ -140,6 +140,30 @@ struct WskRegistrationRecord {
   DispatcherObject released{};  // signaled while no capture is outstanding
 };
 
+// A device a test program opened (Environment::OpenDevice): its FILE_OBJECT, and where its
+// requests run.
+struct DeviceOpen {
+  FILE_OBJECT file{};
+  PDEVICE_OBJECT device = nullptr;
+  Driver* driver = nullptr;  // the device's
+  Node* machine = nullptr;
+  bool closed = false;
+};
+
+// An IRP the I/O manager issued, outstanding until IoCompleteRequest.
+struct IrpRecord {
+  IRP irp{};
+  IO_STACK_LOCATION stack{};
+  bool completed = false;
+  DispatcherObject done{};  // a notification event, signaled at the completion
+};
+
+// IoCreateSymbolicLink's link: the device name it stands for, and the driver that made it.
+struct SymbolicLink {
+  std::u16string target;
+  Driver* driver = nullptr;
+};
+
 struct OpenAdapter {
   NDK_ADAPTER* adapter = nullptr;
   Node* node = nullptr;
@@ -303,6 +327,25 @@ struct Environment::Impl {
   std::map<const GENERAL_LOOKASIDE*, ULONG> lookaside_lists;  // initialized lists and their flags
   std::map<PWSK_REGISTRATION, std::unique_ptr<WskRegistrationRecord>> wsk;
   std::vector<OpenAdapter> adapters;
+
+  // ---- the I/O manager (io_manager.cc) ----
+  // Names are per machine (the machine's first node, MachineOf).
+  using MachineName = std::pair<const Node*, std::u16string>;
+  std::map<MachineName, PDEVICE_OBJECT> device_names;
+  std::map<MachineName, SymbolicLink> symbolic_links;  // by "\??\X"
+  std::vector<std::unique_ptr<DeviceOpen>> device_opens;  // DeviceHandle::id - 1
+  std::map<const IRP*, IrpRecord*> outstanding_irps;
+  KSPIN_LOCK cancel_lock = 0;
+  // IoCreateDevice's name for `device` on the calling driver's machine (STATUS_OBJECT_NAME_COLLISION
+  // if taken); IoDeleteDevice's forgetting it.
+  NTSTATUS NameDevice(PDEVICE_OBJECT device, const UNICODE_STRING* name);
+  void ForgetDevice(PDEVICE_OBJECT device);
+  // The device `path` names on `machine`: a device name, a symbolic link, or CreateFile's "\\.\X".
+  PDEVICE_OBJECT FindDevice(const Node* machine, const std::u16string& path);
+  // What the driver left at unload: its symbolic links.
+  void CheckLinksLeft(Driver& d, std::vector<std::string>* left);
+  // IoCompleteRequest's checks and the completion itself.
+  void CompleteIrp(IRP& irp, const Site& at);
   NdkInterposer ndk;                     // the NDK layer in front of every adapter's objects
 
   std::vector<std::string> debug_log;

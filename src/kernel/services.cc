@@ -993,9 +993,15 @@ VOID ExRundownCompleted(PEX_RUNDOWN_REF RunRef) { RunRef->Count = 1; }
 
 // IoCreateDevice's and IoCreateDeviceSecure's device: unnamed (the environment has no object
 // namespace, so DeviceName and Exclusive change nothing), in nonpaged pool charged to the driver.
-static NTSTATUS CreateDevice(Impl& s, PDRIVER_OBJECT DriverObject, ULONG DeviceExtensionSize, DEVICE_TYPE DeviceType,
-                             ULONG DeviceCharacteristics, PDEVICE_OBJECT* DeviceObject, const Site& at) {
+static NTSTATUS CreateDevice(Impl& s, PDRIVER_OBJECT DriverObject, ULONG DeviceExtensionSize, PUNICODE_STRING DeviceName,
+                             DEVICE_TYPE DeviceType, ULONG DeviceCharacteristics, PDEVICE_OBJECT* DeviceObject,
+                             const Site& at) {
   if (DriverObject == nullptr || DeviceObject == nullptr) return STATUS_INVALID_PARAMETER;
+  if (DeviceName != nullptr && s.FindDevice(s.Current().machine, std::u16string(
+                                   reinterpret_cast<const char16_t*>(DeviceName->Buffer),
+                                   DeviceName->Length / sizeof(WCHAR))) != nullptr) {
+    return STATUS_OBJECT_NAME_COLLISION;
+  }
   auto* device = static_cast<PDEVICE_OBJECT>(
       s.Allocate(sizeof(DEVICE_OBJECT) + DeviceExtensionSize, 0, true, false, at, BlockKind::kDevice));
   if (device == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
@@ -1009,6 +1015,7 @@ static NTSTATUS CreateDevice(Impl& s, PDRIVER_OBJECT DriverObject, ULONG DeviceE
   device->DeviceExtension = DeviceExtensionSize != 0 ? static_cast<void*>(device + 1) : nullptr;
   device->NextDevice = DriverObject->DeviceObject;
   DriverObject->DeviceObject = device;
+  (void)s.NameDevice(device, DeviceName);  // the name is free: checked above
   *DeviceObject = device;
   return STATUS_SUCCESS;
 }
@@ -1016,12 +1023,12 @@ static NTSTATUS CreateDevice(Impl& s, PDRIVER_OBJECT DriverObject, ULONG DeviceE
 NTSTATUS IoCreateDevice(PDRIVER_OBJECT DriverObject, ULONG DeviceExtensionSize, PUNICODE_STRING DeviceName,
                         DEVICE_TYPE DeviceType, ULONG DeviceCharacteristics, BOOLEAN Exclusive,
                         PDEVICE_OBJECT* DeviceObject) {
-  (void)DeviceName;
   (void)Exclusive;
   Impl& s = CurrentEnvironment();
   const Site at = s.TakeSite();
   s.RequireIrqlExactly(PASSIVE_LEVEL, "IoCreateDevice", at);
-  return CreateDevice(s, DriverObject, DeviceExtensionSize, DeviceType, DeviceCharacteristics, DeviceObject, at);
+  return CreateDevice(s, DriverObject, DeviceExtensionSize, DeviceName, DeviceType, DeviceCharacteristics,
+                      DeviceObject, at);
 }
 
 // ---- device object security (wdmsec.h) ----
@@ -1039,14 +1046,14 @@ NTSTATUS IoCreateDeviceSecure(PDRIVER_OBJECT DriverObject, ULONG DeviceExtension
                               DEVICE_TYPE DeviceType, ULONG DeviceCharacteristics, BOOLEAN Exclusive,
                               PCUNICODE_STRING DefaultSDDLString, LPCGUID DeviceClassGuid,
                               PDEVICE_OBJECT* DeviceObject) {
-  (void)DeviceName;
   (void)Exclusive;
   (void)DeviceClassGuid;  // it selects a class's registry override of the SDDL; there is no registry
   Impl& s = CurrentEnvironment();
   const Site at = s.TakeSite();
   s.RequireIrqlExactly(PASSIVE_LEVEL, "IoCreateDeviceSecure", at);
   if (!IsDeviceObjectSddl(DefaultSDDLString)) return STATUS_INVALID_PARAMETER;
-  return CreateDevice(s, DriverObject, DeviceExtensionSize, DeviceType, DeviceCharacteristics, DeviceObject, at);
+  return CreateDevice(s, DriverObject, DeviceExtensionSize, DeviceName, DeviceType, DeviceCharacteristics,
+                      DeviceObject, at);
 }
 
 VOID IoDeleteDevice(PDEVICE_OBJECT DeviceObject) {
@@ -1060,6 +1067,7 @@ VOID IoDeleteDevice(PDEVICE_OBJECT DeviceObject) {
     return;
   }
   *link = DeviceObject->NextDevice;
+  s.ForgetDevice(DeviceObject);
   s.Free(DeviceObject, std::nullopt, at, "IoDeleteDevice");
 }
 
@@ -1176,7 +1184,7 @@ PMDL IoAllocateMdl(PVOID VirtualAddress, ULONG Length, BOOLEAN SecondaryBuffer, 
   const Site at = s.TakeSite();
   s.RequireIrqlAtMost(DISPATCH_LEVEL, "IoAllocateMdl", at);
   if (Irp != nullptr) {
-    s.Fail("MDL", "IoAllocateMdl with an IRP: the kernel environment has no IRPs", at);
+    s.Fail("MDL", "IoAllocateMdl with an IRP: the environment does not chain MDLs to an IRP", at);
     return nullptr;
   }
   (void)SecondaryBuffer;

@@ -6,6 +6,7 @@
 #undef KeRaiseIrql
 #undef KeLowerIrql
 #undef KeSetEvent
+#undef IoCompleteRequest
 #undef KeInitializeEvent
 #undef KeInitializeMutex
 #undef KeInitializeSemaphore

@@ -14,8 +14,10 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ndksim/fabric.h"
@@ -94,6 +96,17 @@ struct PoolTagUsage {
   bool operator==(const PoolTagUsage&) const = default;
 };
 
+// A device a test program has open, as a Windows program's handle from CreateFile.
+struct DeviceHandle {
+  std::uint32_t id = 0;  // 0: none
+};
+
+// What a request to a device came back with: its IO_STATUS_BLOCK.
+struct IoResult {
+  std::int32_t status = 0;
+  std::uint64_t information = 0;
+};
+
 class Environment {
  public:
   // PDRIVER_INITIALIZE: NTSTATUS DriverEntry(PDRIVER_OBJECT, PUNICODE_STRING).
@@ -130,6 +143,26 @@ class Environment {
   void RunUntil(const std::function<bool()>& done);
   // Starts `entry` as a kernel thread and runs until every thread has ended.
   void Run(std::string name, std::function<void()> entry);
+
+  // ---- a test program's requests to drivers' devices (CreateFile, DeviceIoControl, CloseHandle) ----
+  // Each request becomes an IRP, as a Windows program's does: it runs on a kernel thread of the
+  // device's machine at PASSIVE_LEVEL, where the driver's dispatch routine is called. A request the
+  // driver pends waits until the driver completes it, while the rest of the simulation runs on.
+  // Each call returns once its IRP has completed (or throws what the run throws), with the IRP's
+  // IO_STATUS_BLOCK. A major function the driver did not set gets STATUS_INVALID_DEVICE_REQUEST.
+  //
+  // Opens the device `path` names on `node`'s machine: CreateFile's "\\.\Name" (through a
+  // symbolic link the driver created), "\??\Name", or the device's name, "\Device\Name".
+  // IRP_MJ_CREATE; STATUS_OBJECT_NAME_NOT_FOUND when nothing has that name there.
+  IoResult OpenDevice(Node& node, std::string_view path, DeviceHandle* handle);
+  // IRP_MJ_DEVICE_CONTROL with the control code's transfer method: METHOD_BUFFERED copies `input`
+  // into one system buffer and the completed Information bytes back out to `output`; the direct
+  // methods pass the input in the system buffer and `output` through an MDL; METHOD_NEITHER
+  // passes both buffers as they are.
+  IoResult DeviceIoControl(DeviceHandle handle, std::uint32_t code, std::span<const std::byte> input,
+                           std::span<std::byte> output);
+  // The handle closes: IRP_MJ_CLEANUP, then IRP_MJ_CLOSE (either skipped when the driver has none).
+  IoResult CloseDevice(DeviceHandle handle);
 
   // The interface index of the node's RNIC (what WskOpenNdkAdapter takes) on its machine.
   std::uint32_t IfIndexOf(const Node& node) const;

@@ -1201,6 +1201,153 @@ PHYSICAL_ADDRESS MmGetPhysicalAddress(PVOID BaseAddress);
     NDKSIM_AT(IoAllocateMdl((VirtualAddress), (Length), (SecondaryBuffer), (ChargeQuota), (Irp)))
 #define IoFreeMdl(Mdl) NDKSIM_AT(IoFreeMdl(Mdl))
 
+/* ---- the I/O manager: IRPs, device names and symbolic links ---------------------------------- */
+#define IRP_MJ_CREATE 0x00
+#define IRP_MJ_CLOSE 0x02
+#define IRP_MJ_READ 0x03
+#define IRP_MJ_WRITE 0x04
+#define IRP_MJ_FLUSH_BUFFERS 0x09
+#define IRP_MJ_DEVICE_CONTROL 0x0e
+#define IRP_MJ_INTERNAL_DEVICE_CONTROL 0x0f
+#define IRP_MJ_SHUTDOWN 0x10
+#define IRP_MJ_CLEANUP 0x12
+#define IRP_MJ_POWER 0x16
+#define IRP_MJ_SYSTEM_CONTROL 0x17
+#define IRP_MJ_PNP 0x1b
+
+/* I/O control codes (devioctl.h). */
+#define METHOD_BUFFERED 0
+#define METHOD_IN_DIRECT 1
+#define METHOD_OUT_DIRECT 2
+#define METHOD_NEITHER 3
+#define FILE_ANY_ACCESS 0
+#define FILE_SPECIAL_ACCESS FILE_ANY_ACCESS
+#define FILE_READ_ACCESS 0x0001
+#define FILE_WRITE_ACCESS 0x0002
+#define CTL_CODE(DeviceType, Function, Method, Access) \
+    (((ULONG)(DeviceType) << 16) | ((ULONG)(Access) << 14) | ((ULONG)(Function) << 2) | (ULONG)(Method))
+#define DEVICE_TYPE_FROM_CTL_CODE(ctrlCode) (((ULONG)((ctrlCode) & 0xffff0000)) >> 16)
+#define METHOD_FROM_CTL_CODE(ctrlCode) ((ULONG)((ctrlCode) & 3))
+
+typedef struct _IO_STATUS_BLOCK {
+    union {
+        NTSTATUS Status;
+        PVOID Pointer;
+    };
+    ULONG_PTR Information;
+} IO_STATUS_BLOCK, *PIO_STATUS_BLOCK;
+
+#define IO_TYPE_FILE 0x00000005
+#define IO_TYPE_IRP 0x00000006
+
+/* An open of a device: what IRP_MJ_CREATE gets and every later IRP of the open names. FsContext
+ * and FsContext2 are the driver's, per open. */
+typedef struct _FILE_OBJECT {
+    CSHORT Type;
+    CSHORT Size;
+    struct _DEVICE_OBJECT *DeviceObject;
+    PVOID FsContext;
+    PVOID FsContext2;
+    UNICODE_STRING FileName;
+} FILE_OBJECT, *PFILE_OBJECT;
+
+typedef VOID DRIVER_CANCEL(struct _DEVICE_OBJECT *DeviceObject, struct _IRP *Irp);
+typedef DRIVER_CANCEL *PDRIVER_CANCEL;
+
+#define SL_PENDING_RETURNED 0x01
+
+typedef struct _IO_STACK_LOCATION {
+    UCHAR MajorFunction;
+    UCHAR MinorFunction;
+    UCHAR Flags;
+    UCHAR Control;
+    union {
+        struct {
+            PVOID SecurityContext;
+            ULONG Options;
+            USHORT FileAttributes;
+            USHORT ShareAccess;
+            ULONG EaLength;
+        } Create;
+        struct {
+            ULONG Length;
+            ULONG Key;
+            LARGE_INTEGER ByteOffset;
+        } Read;
+        struct {
+            ULONG Length;
+            ULONG Key;
+            LARGE_INTEGER ByteOffset;
+        } Write;
+        struct {
+            ULONG OutputBufferLength;
+            ULONG InputBufferLength;
+            ULONG IoControlCode;
+            PVOID Type3InputBuffer;
+        } DeviceIoControl;
+        struct {
+            PVOID Argument1;
+            PVOID Argument2;
+            PVOID Argument3;
+            PVOID Argument4;
+        } Others;
+    } Parameters;
+    struct _DEVICE_OBJECT *DeviceObject;
+    PFILE_OBJECT FileObject;
+    PVOID CompletionRoutine;
+    PVOID Context;
+} IO_STACK_LOCATION, *PIO_STACK_LOCATION;
+
+/* The fields drivers use by name; the layout is not the kernel's. An IRP the environment issues
+ * has one stack location, its driver's. */
+struct _IRP {
+    CSHORT Type;
+    USHORT Size;
+    PMDL MdlAddress;       /* METHOD_IN_DIRECT/OUT_DIRECT: the output buffer */
+    ULONG Flags;
+    union {
+        struct _IRP *MasterIrp;
+        LONG IrpCount;
+        PVOID SystemBuffer;  /* METHOD_BUFFERED: the input, then the output; *_DIRECT: the input */
+    } AssociatedIrp;
+    LIST_ENTRY ThreadListEntry;
+    IO_STATUS_BLOCK IoStatus;
+    KPROCESSOR_MODE RequestorMode;
+    BOOLEAN PendingReturned;
+    CHAR StackCount;
+    CHAR CurrentLocation;
+    BOOLEAN Cancel;
+    KIRQL CancelIrql;
+    PIO_STATUS_BLOCK UserIosb;
+    PKEVENT UserEvent;
+    PDRIVER_CANCEL CancelRoutine;
+    PVOID UserBuffer;      /* METHOD_NEITHER: the output buffer */
+    struct {
+        struct {
+            PVOID DriverContext[4];
+            PETHREAD Thread;
+            LIST_ENTRY ListEntry;  /* the driver's, while it holds the IRP (a queue of pending IRPs) */
+            struct _IO_STACK_LOCATION *CurrentStackLocation;
+            PFILE_OBJECT OriginalFileObject;
+        } Overlay;
+    } Tail;
+};
+
+FORCEINLINE PIO_STACK_LOCATION IoGetCurrentIrpStackLocation(PIRP Irp) { return Irp->Tail.Overlay.CurrentStackLocation; }
+FORCEINLINE VOID IoMarkIrpPending(PIRP Irp) { IoGetCurrentIrpStackLocation(Irp)->Control |= SL_PENDING_RETURNED; }
+#define IoSetCancelRoutine(Irp, NewCancelRoutine) \
+    ((PDRIVER_CANCEL)InterlockedExchangePointer((PVOID volatile *)&(Irp)->CancelRoutine, (PVOID)(NewCancelRoutine)))
+
+/* Completes the IRP: the environment hands its status and output back to its requester. */
+VOID IoCompleteRequest(PIRP Irp, CCHAR PriorityBoost);
+#define IofCompleteRequest IoCompleteRequest
+BOOLEAN IoCancelIrp(PIRP Irp);
+VOID IoAcquireCancelSpinLock(PKIRQL Irql);
+VOID IoReleaseCancelSpinLock(KIRQL Irql);
+NTSTATUS IoCreateSymbolicLink(PUNICODE_STRING SymbolicLinkName, PUNICODE_STRING DeviceName);
+NTSTATUS IoDeleteSymbolicLink(PUNICODE_STRING SymbolicLinkName);
+#define IoCompleteRequest(Irp, PriorityBoost) NDKSIM_AT(IoCompleteRequest((Irp), (PriorityBoost)))
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

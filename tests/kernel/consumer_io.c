@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: MIT */
+/* A control-device driver written as the WDK's samples write one: a named device and a symbolic
+ * link, dispatch routines for create, cleanup, close and device control, and IOCTLs of each
+ * transfer method, some completed at once, some pended and completed or cancelled from a timer's
+ * DPC. Three IOCTLs carry the bugs Driver Verifier's I/O checks find. */
+#include <ntddk.h>
+
+#include "consumer_io.h"
+
+IoTestCounts g_io_counts;
+
+typedef struct _IO_TEST_DEVICE {
+    KSPIN_LOCK lock;
+    PIRP held;         /* the IRP pended by IO_TEST_PEND or IO_TEST_CANCELLED */
+    BOOLEAN cancel;    /* the DPC cancels the held IRP rather than completing it */
+    KTIMER timer;
+    KDPC dpc;
+} IO_TEST_DEVICE;
+
+static UNICODE_STRING g_device_name = RTL_CONSTANT_STRING(L"\\Device\\NdksimIoTest");
+static UNICODE_STRING g_link_name = RTL_CONSTANT_STRING(L"\\DosDevices\\NdksimIoTest");
+static BOOLEAN g_forget_link;
+
+static NTSTATUS CompleteWith(PIRP Irp, NTSTATUS Status, ULONG_PTR Information) {
+    Irp->IoStatus.Status = Status;
+    Irp->IoStatus.Information = Information;
+    IoCompleteRequest(Irp, IO_NO_INCREMENT);
+    return Status;
+}
+
+static NTSTATUS TestCreate(PDEVICE_OBJECT Device, PIRP Irp) {
+    UNREFERENCED_PARAMETER(Device);
+    InterlockedIncrement((LONG volatile *)&g_io_counts.creates);
+    return CompleteWith(Irp, STATUS_SUCCESS, 0);
+}
+
+static NTSTATUS TestCleanup(PDEVICE_OBJECT Device, PIRP Irp) {
+    UNREFERENCED_PARAMETER(Device);
+    InterlockedIncrement((LONG volatile *)&g_io_counts.cleanups);
+    return CompleteWith(Irp, STATUS_SUCCESS, 0);
+}
+
+static NTSTATUS TestClose(PDEVICE_OBJECT Device, PIRP Irp) {
+    UNREFERENCED_PARAMETER(Device);
+    InterlockedIncrement((LONG volatile *)&g_io_counts.closes);
+    return CompleteWith(Irp, STATUS_SUCCESS, 0);
+}
+
+/* Runs with the cancel spin lock held, which it releases. */
+static VOID TestCancel(PDEVICE_OBJECT Device, PIRP Irp) {
+    IO_TEST_DEVICE *ext = (IO_TEST_DEVICE *)Device->DeviceExtension;
+    KIRQL old;
+    IoReleaseCancelSpinLock(Irp->CancelIrql);
+    KeAcquireSpinLock(&ext->lock, &old);
+    if (ext->held == Irp) ext->held = NULL;
+    KeReleaseSpinLock(&ext->lock, old);
+    InterlockedIncrement((LONG volatile *)&g_io_counts.cancel_routines);
+    (void)CompleteWith(Irp, STATUS_CANCELLED, 0);
+}
+
+/* The timer's DPC: completes the held IRP with "done", or cancels it. */
+static VOID TestDpc(PKDPC Dpc, PVOID Context, PVOID Arg1, PVOID Arg2) {
+    IO_TEST_DEVICE *ext = (IO_TEST_DEVICE *)Context;
+    PIRP irp;
+    BOOLEAN cancel;
+    UNREFERENCED_PARAMETER(Dpc);
+    UNREFERENCED_PARAMETER(Arg1);
+    UNREFERENCED_PARAMETER(Arg2);
+    KeAcquireSpinLockAtDpcLevel(&ext->lock);
+    irp = ext->held;
+    cancel = ext->cancel;
+    if (!cancel) ext->held = NULL;
+    KeReleaseSpinLockFromDpcLevel(&ext->lock);
+    if (irp == NULL) return;
+    if (cancel) {
+        (void)IoCancelIrp(irp);
+        return;
+    }
+    RtlCopyMemory(irp->AssociatedIrp.SystemBuffer, "done", 4);
+    (void)CompleteWith(irp, STATUS_SUCCESS, 4);
+}
+
+static NTSTATUS Pend(IO_TEST_DEVICE *ext, PIRP Irp, BOOLEAN cancel, BOOLEAN mark) {
+    LARGE_INTEGER due;
+    KIRQL old;
+    if (mark) IoMarkIrpPending(Irp);
+    KeAcquireSpinLock(&ext->lock, &old);
+    ext->held = Irp;
+    ext->cancel = cancel;
+    if (cancel) (void)IoSetCancelRoutine(Irp, TestCancel);
+    KeReleaseSpinLock(&ext->lock, old);
+    due.QuadPart = -100; /* 10 microseconds */
+    KeSetTimer(&ext->timer, due, &ext->dpc);
+    return STATUS_PENDING;
+}
+
+static NTSTATUS TestDeviceControl(PDEVICE_OBJECT Device, PIRP Irp) {
+    IO_TEST_DEVICE *ext = (IO_TEST_DEVICE *)Device->DeviceExtension;
+    PIO_STACK_LOCATION stack = IoGetCurrentIrpStackLocation(Irp);
+    ULONG in = stack->Parameters.DeviceIoControl.InputBufferLength;
+    ULONG out = stack->Parameters.DeviceIoControl.OutputBufferLength;
+    PAGED_CODE();
+    switch (stack->Parameters.DeviceIoControl.IoControlCode) {
+        case IO_TEST_ECHO:
+            if (out < in) return CompleteWith(Irp, STATUS_BUFFER_TOO_SMALL, 0);
+            return CompleteWith(Irp, STATUS_SUCCESS, in); /* the input is in the system buffer already */
+        case IO_TEST_PEND:
+            if (out < 4) return CompleteWith(Irp, STATUS_BUFFER_TOO_SMALL, 0);
+            return Pend(ext, Irp, FALSE, TRUE);
+        case IO_TEST_CANCELLED:
+            return Pend(ext, Irp, TRUE, TRUE);
+        case IO_TEST_FILL: {
+            UCHAR *buffer;
+            if (Irp->MdlAddress == NULL) return CompleteWith(Irp, STATUS_INVALID_PARAMETER, 0);
+            buffer = (UCHAR *)MmGetSystemAddressForMdlSafe(Irp->MdlAddress, NormalPagePriority);
+            if (buffer == NULL) return CompleteWith(Irp, STATUS_INSUFFICIENT_RESOURCES, 0);
+            RtlFillMemory(buffer, MmGetMdlByteCount(Irp->MdlAddress), 0xA5);
+            return CompleteWith(Irp, STATUS_SUCCESS, MmGetMdlByteCount(Irp->MdlAddress));
+        }
+        case IO_TEST_DOUBLE: {
+            ULONG value;
+            if (in < sizeof(ULONG) || out < sizeof(ULONG)) return CompleteWith(Irp, STATUS_BUFFER_TOO_SMALL, 0);
+            value = *(ULONG *)stack->Parameters.DeviceIoControl.Type3InputBuffer;
+            *(ULONG *)Irp->UserBuffer = 2 * value;
+            return CompleteWith(Irp, STATUS_SUCCESS, sizeof(ULONG));
+        }
+        case IO_TEST_FORGET:
+            return STATUS_SUCCESS; /* the bug: the IRP is never completed */
+        case IO_TEST_UNMARKED:
+            return Pend(ext, Irp, FALSE, FALSE); /* the bug: no IoMarkIrpPending */
+        case IO_TEST_TWICE:
+            (void)CompleteWith(Irp, STATUS_SUCCESS, 0);
+            return CompleteWith(Irp, STATUS_SUCCESS, 0); /* the bug */
+        default:
+            return CompleteWith(Irp, STATUS_INVALID_DEVICE_REQUEST, 0);
+    }
+}
+
+static VOID IoTestUnload(PDRIVER_OBJECT Driver) {
+    IO_TEST_DEVICE *ext = (IO_TEST_DEVICE *)Driver->DeviceObject->DeviceExtension;
+    PAGED_CODE();
+    (void)KeCancelTimer(&ext->timer);
+    if (!g_forget_link) (void)IoDeleteSymbolicLink(&g_link_name);
+    IoDeleteDevice(Driver->DeviceObject);
+}
+
+static NTSTATUS StartIoTest(PDRIVER_OBJECT Driver, BOOLEAN create_handler) {
+    PDEVICE_OBJECT device = NULL;
+    IO_TEST_DEVICE *ext;
+    NTSTATUS status;
+    PAGED_CODE();
+    RtlZeroMemory(&g_io_counts, sizeof(g_io_counts));
+    status = IoCreateDevice(Driver, sizeof(IO_TEST_DEVICE), &g_device_name, FILE_DEVICE_UNKNOWN,
+                            FILE_DEVICE_SECURE_OPEN, FALSE, &device);
+    if (!NT_SUCCESS(status)) return status;
+    ext = (IO_TEST_DEVICE *)device->DeviceExtension;
+    KeInitializeSpinLock(&ext->lock);
+    KeInitializeTimer(&ext->timer);
+    KeInitializeDpc(&ext->dpc, TestDpc, ext);
+    status = IoCreateSymbolicLink(&g_link_name, &g_device_name);
+    if (!NT_SUCCESS(status)) {
+        IoDeleteDevice(device);
+        return status;
+    }
+    if (create_handler) Driver->MajorFunction[IRP_MJ_CREATE] = TestCreate;
+    Driver->MajorFunction[IRP_MJ_CLEANUP] = TestCleanup;
+    Driver->MajorFunction[IRP_MJ_CLOSE] = TestClose;
+    Driver->MajorFunction[IRP_MJ_DEVICE_CONTROL] = TestDeviceControl;
+    Driver->DriverUnload = IoTestUnload;
+    device->Flags &= ~DO_DEVICE_INITIALIZING;
+    return STATUS_SUCCESS;
+}
+
+NTSTATUS IoTestDriverEntry(PDRIVER_OBJECT Driver, PUNICODE_STRING RegistryPath) {
+    UNREFERENCED_PARAMETER(RegistryPath);
+    g_forget_link = FALSE;
+    return StartIoTest(Driver, TRUE);
+}
+
+NTSTATUS IoTestNoCreateDriverEntry(PDRIVER_OBJECT Driver, PUNICODE_STRING RegistryPath) {
+    UNREFERENCED_PARAMETER(RegistryPath);
+    g_forget_link = FALSE;
+    return StartIoTest(Driver, FALSE);
+}
+
+NTSTATUS IoTestLeakyLinkDriverEntry(PDRIVER_OBJECT Driver, PUNICODE_STRING RegistryPath) {
+    UNREFERENCED_PARAMETER(RegistryPath);
+    g_forget_link = TRUE;
+    return StartIoTest(Driver, TRUE);
+}

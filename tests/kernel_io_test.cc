@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: MIT
+// The kernel environment's I/O manager, driven as a Windows test program drives a driver: open its
+// device by name, send it IOCTLs, close it (tests/kernel/consumer_io.c is the driver).
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstddef>
+#include <cstring>
+#include <string>
+
+#include "kernel/consumer_io.h"
+#include "kernel/run_check.h"
+#include "ndksim/fabric.h"
+#include "ndksim/kernel/environment.h"
+
+namespace ndksim::kernel {
+namespace {
+
+constexpr std::int32_t kSuccess = 0;
+constexpr std::int32_t kCancelled = static_cast<std::int32_t>(0xC0000120u);
+constexpr std::int32_t kInvalidDeviceRequest = static_cast<std::int32_t>(0xC0000010u);
+constexpr std::int32_t kNameNotFound = static_cast<std::int32_t>(0xC0000034u);
+constexpr std::string_view kLink = "\\\\.\\NdksimIoTest";
+
+class KernelIo : public ::testing::Test {
+ protected:
+  KernelIo() { node_ = &fabric_.AddNode({"machine", {"192.0.2.1"}}); }
+
+  void Load(Environment::DriverEntry entry = &IoTestDriverEntry) {
+    driver_ = env_.LoadDriver(*node_, "iotest", entry);
+    env_.Run();
+    ASSERT_EQ(env_.DriverStatus(driver_), kSuccess);
+  }
+
+  DeviceHandle Open() {
+    DeviceHandle handle;
+    EXPECT_EQ(env_.OpenDevice(*node_, kLink, &handle).status, kSuccess);
+    return handle;
+  }
+
+  // Sends `code` with `input`; the result, the output in output_.
+  IoResult Control(std::uint32_t code, std::string_view input = {}) {
+    const DeviceHandle handle = Open();
+    const IoResult r = env_.DeviceIoControl(handle, code, std::as_bytes(std::span(input)), std::as_writable_bytes(std::span(output_)));
+    return r;
+  }
+
+  // The check a buggy IOCTL fails the run with; the report in report_.
+  std::string CheckOf(std::uint32_t code) {
+    const DeviceHandle handle = Open();
+    try {
+      (void)env_.DeviceIoControl(handle, code, {}, std::as_writable_bytes(std::span(output_)));
+    } catch (const VerifierError& e) {
+      report_ = e.what();
+      return e.Check();
+    }
+    return "none";
+  }
+
+  Fabric fabric_{FabricConfig{.seed = 3, .profile = profiles::kFunctional}};
+  Node* node_ = nullptr;
+  Environment env_{fabric_, EnvironmentConfig{.seed = 7}};
+  _DRIVER_OBJECT* driver_ = nullptr;
+  std::array<char, 16> output_{};
+  std::string report_;
+};
+
+TEST_F(KernelIo, ADeviceOpensThroughItsSymbolicLinkAndClosesWithCleanupAndClose) {
+  Load();
+  DeviceHandle handle;
+  EXPECT_EQ(env_.OpenDevice(*node_, kLink, &handle).status, kSuccess);
+  EXPECT_EQ(env_.CloseDevice(handle).status, kSuccess);
+  EXPECT_EQ(g_io_counts.creates, 1);
+  EXPECT_EQ(g_io_counts.cleanups, 1);
+  EXPECT_EQ(g_io_counts.closes, 1);
+}
+
+TEST_F(KernelIo, ADeviceOpensByItsDeviceName) {
+  Load();
+  DeviceHandle handle;
+  EXPECT_EQ(env_.OpenDevice(*node_, "\\Device\\NdksimIoTest", &handle).status, kSuccess);
+}
+
+TEST_F(KernelIo, ANameNothingHasIsNotFound) {
+  Load();
+  DeviceHandle handle;
+  EXPECT_EQ(env_.OpenDevice(*node_, "\\\\.\\Nothing", &handle).status, kNameNotFound);
+  EXPECT_EQ(handle.id, 0u);
+}
+
+TEST_F(KernelIo, ADeviceIsNotFoundFromAnotherMachine) {
+  Node& other = fabric_.AddNode({"other", {"192.0.2.2"}});
+  Load();
+  DeviceHandle handle;
+  EXPECT_EQ(env_.OpenDevice(other, kLink, &handle).status, kNameNotFound);
+}
+
+TEST_F(KernelIo, AnOpenOfADriverWithoutACreateHandlerIsAnInvalidDeviceRequest) {
+  Load(&IoTestNoCreateDriverEntry);
+  DeviceHandle handle;
+  EXPECT_EQ(env_.OpenDevice(*node_, kLink, &handle).status, kInvalidDeviceRequest);
+}
+
+TEST_F(KernelIo, ABufferedIoctlReturnsWhatTheDriverLeftInTheSystemBuffer) {
+  Load();
+  const IoResult r = Control(IO_TEST_ECHO, "hello");
+  EXPECT_EQ(r.status, kSuccess);
+  EXPECT_EQ(r.information, 5u);
+  EXPECT_EQ(std::string(output_.data(), 5), "hello");
+}
+
+TEST_F(KernelIo, APendedIoctlReturnsWhenADpcCompletesIt) {
+  Load();
+  const TimePoint before = env_.Now();
+  const IoResult r = Control(IO_TEST_PEND);
+  EXPECT_EQ(r.status, kSuccess);
+  EXPECT_EQ(std::string(output_.data(), r.information), "done");
+  EXPECT_EQ(env_.Now() - before, Microseconds(10));  // the driver's timer
+}
+
+TEST_F(KernelIo, AnIrpCancelledWhilePendingRunsItsCancelRoutine) {
+  Load();
+  EXPECT_EQ(Control(IO_TEST_CANCELLED).status, kCancelled);
+  EXPECT_EQ(g_io_counts.cancel_routines, 1);
+}
+
+TEST_F(KernelIo, AnOutDirectIoctlWritesThroughTheMdl) {
+  Load();
+  const IoResult r = Control(IO_TEST_FILL);
+  EXPECT_EQ(r.status, kSuccess);
+  EXPECT_EQ(r.information, output_.size());
+  EXPECT_EQ(static_cast<unsigned char>(output_[0]), 0xA5);
+  EXPECT_EQ(static_cast<unsigned char>(output_[15]), 0xA5);
+}
+
+TEST_F(KernelIo, ANeitherIoctlUsesTheProgramsOwnBuffers) {
+  Load();
+  const std::uint32_t value = 21;
+  const DeviceHandle handle = Open();
+  std::uint32_t doubled = 0;
+  const IoResult r = env_.DeviceIoControl(handle, IO_TEST_DOUBLE, std::as_bytes(std::span(&value, 1)),
+                                          std::as_writable_bytes(std::span(&doubled, 1)));
+  EXPECT_EQ(r.status, kSuccess);
+  EXPECT_EQ(doubled, 42u);
+}
+
+TEST_F(KernelIo, ADispatchRoutineThatNeitherCompletesNorPendsIsReported) {
+  Load();
+  EXPECT_EQ(CheckOf(IO_TEST_FORGET), "IRP");
+  EXPECT_NE(report_.find("without completing the IRP or pending it"), std::string::npos) << report_;
+}
+
+TEST_F(KernelIo, StatusPendingWithoutIoMarkIrpPendingIsReported) {
+  Load();
+  EXPECT_EQ(CheckOf(IO_TEST_UNMARKED), "IRP");
+  EXPECT_NE(report_.find("without IoMarkIrpPending"), std::string::npos) << report_;
+}
+
+TEST_F(KernelIo, AnIrpCompletedTwiceIsReported) {
+  Load();
+  EXPECT_EQ(CheckOf(IO_TEST_TWICE), "IRP");
+  EXPECT_NE(report_.find("MULTIPLE_IRP_COMPLETE_REQUESTS"), std::string::npos) << report_;
+}
+
+TEST_F(KernelIo, ASymbolicLinkLeftAtUnloadIsALeak) {
+  Load(&IoTestLeakyLinkDriverEntry);
+  env_.UnloadDriver(driver_);
+  std::string report;
+  EXPECT_EQ(testing::CheckOfRun(env_, &report), "LEAK");
+  EXPECT_NE(report.find("symbolic link '\\??\\NdksimIoTest'"), std::string::npos) << report;
+}
+
+TEST_F(KernelIo, ADriverThatDeletesItsLinkAndDeviceUnloadsSilently) {
+  Load();
+  env_.UnloadDriver(driver_);
+  std::string report;
+  EXPECT_EQ(testing::CheckOfRun(env_, &report), "none") << report;
+}
+
+}  // namespace
+}  // namespace ndksim::kernel
