@@ -144,6 +144,23 @@ TEST_F(KernelIo, ANeitherIoctlUsesTheProgramsOwnBuffers) {
   EXPECT_EQ(doubled, 42u);
 }
 
+// METHOD_NEITHER's driver probes the program's buffers inside __try: a misaligned one raises, and
+// the exception is reported (no handler can take it here).
+TEST_F(KernelIo, AMisalignedNeitherBufferIsReportedWhenTheDriverProbesIt) {
+  Load();
+  alignas(4) std::array<std::byte, 8> input{};
+  std::uint32_t doubled = 0;
+  const DeviceHandle handle = Open();
+  try {
+    (void)env_.DeviceIoControl(handle, IO_TEST_DOUBLE, std::span(input).subspan(1, 4),
+                               std::as_writable_bytes(std::span(&doubled, 1)));
+    FAIL() << "the probe raised nothing";
+  } catch (const VerifierError& e) {
+    EXPECT_EQ(e.Check(), "RAISE");
+    EXPECT_NE(std::string(e.what()).find("ProbeForRead"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(KernelIo, ADispatchRoutineThatNeitherCompletesNorPendsIsReported) {
   Load();
   EXPECT_EQ(CheckOf(IO_TEST_FORGET), "IRP");

@@ -292,6 +292,19 @@ TEST_F(KernelServices, InitializingAnEventAThreadWaitsOnIsReported) {
   EXPECT_NE(message_.find("KeInitializeEvent of "), std::string::npos) << message_;
 }
 
+TEST_F(KernelServices, ATryBlockRunsItsExceptHandlerNeverAndItsFinallyBlockAfterIt) {
+  std::int32_t steps = 0;
+  RunOnNode0([&] { steps = ScenarioTryExceptFinally(); });
+  EXPECT_EQ(steps, 1011);
+}
+
+// The exception a probe raises cannot reach an __except handler here: the run fails with it.
+TEST_F(KernelServices, AProbeOfAMisalignedBufferIsReportedAsTheExceptionItRaises) {
+  EXPECT_EQ(ViolationOf(&ViolationProbeMisaligned), "RAISE");
+  EXPECT_NE(message_.find("ProbeForRead of 4 bytes at "), std::string::npos) << message_;
+  EXPECT_NE(message_.find("raises 0x80000002"), std::string::npos) << message_;
+}
+
 // A wild write in consumer code fails the run with a report (the thread, its IRQL, the
 // interleaving) instead of killing the process.
 TEST_F(KernelServices, AWriteThroughNullOnAKernelThreadIsReportedAsACrash) {

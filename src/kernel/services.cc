@@ -314,8 +314,35 @@ VOID KeBugCheck(ULONG BugCheckCode) { KeBugCheckEx(BugCheckCode, 0, 0, 0, 0); }
 VOID ExRaiseStatus(NTSTATUS Status) {
   Impl& s = CurrentEnvironment();
   s.FailFatal("RAISE",
-              fmt::format("ExRaiseStatus({:#010x}): structured exceptions are not supported", static_cast<ULONG>(Status)),
+              fmt::format("ExRaiseStatus({:#010x}): an exception, which no __except handler takes here",
+                          static_cast<ULONG>(Status)),
               s.TakeSite());
+}
+
+// ProbeForRead's and ProbeForWrite's checks; the exception they raise, if any.
+static void Probe(Impl& s, const volatile void* address, SIZE_T length, ULONG alignment, const char* service) {
+  if (length == 0) return;
+  const auto start = reinterpret_cast<std::uintptr_t>(address);
+  const Site at = s.TakeSite();
+  NTSTATUS status = STATUS_SUCCESS;
+  if (alignment != 0 && start % alignment != 0) {
+    status = STATUS_DATATYPE_MISALIGNMENT;
+  } else if (start < 0x10000 || start + length < start) {
+    status = STATUS_ACCESS_VIOLATION;
+  }
+  if (status == STATUS_SUCCESS) return;
+  s.FailFatal("RAISE",
+              fmt::format("{} of {} bytes at {} raises {:#010x}, which no __except handler takes here", service, length,
+                          fmt::ptr(const_cast<const void*>(address)), static_cast<ULONG>(status)),
+              at);
+}
+
+VOID ProbeForRead(const volatile VOID* Address, SIZE_T Length, ULONG Alignment) {
+  Probe(CurrentEnvironment(), Address, Length, Alignment, "ProbeForRead");
+}
+
+VOID ProbeForWrite(volatile VOID* Address, SIZE_T Length, ULONG Alignment) {
+  Probe(CurrentEnvironment(), Address, Length, Alignment, "ProbeForWrite");
 }
 
 VOID DbgBreakPoint(VOID) {

@@ -7,6 +7,8 @@
 #undef KeLowerIrql
 #undef KeSetEvent
 #undef IoCompleteRequest
+#undef ProbeForRead
+#undef ProbeForWrite
 #undef KeInitializeEvent
 #undef KeInitializeMutex
 #undef KeInitializeSemaphore

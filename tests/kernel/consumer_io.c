@@ -118,10 +118,17 @@ static NTSTATUS TestDeviceControl(PDEVICE_OBJECT Device, PIRP Irp) {
             return CompleteWith(Irp, STATUS_SUCCESS, MmGetMdlByteCount(Irp->MdlAddress));
         }
         case IO_TEST_DOUBLE: {
+            /* The program's own buffers: probed, and used, inside __try, as a driver must. */
             ULONG value;
             if (in < sizeof(ULONG) || out < sizeof(ULONG)) return CompleteWith(Irp, STATUS_BUFFER_TOO_SMALL, 0);
-            value = *(ULONG *)stack->Parameters.DeviceIoControl.Type3InputBuffer;
-            *(ULONG *)Irp->UserBuffer = 2 * value;
+            __try {
+                ProbeForRead(stack->Parameters.DeviceIoControl.Type3InputBuffer, in, sizeof(ULONG));
+                ProbeForWrite(Irp->UserBuffer, out, sizeof(ULONG));
+                value = *(ULONG *)stack->Parameters.DeviceIoControl.Type3InputBuffer;
+                *(ULONG *)Irp->UserBuffer = 2 * value;
+            } __except (EXCEPTION_EXECUTE_HANDLER) {
+                return CompleteWith(Irp, GetExceptionCode(), 0);
+            }
             return CompleteWith(Irp, STATUS_SUCCESS, sizeof(ULONG));
         }
         case IO_TEST_FORGET:

@@ -552,6 +552,33 @@ VOID ViolationReinitializeEventWithWaiter(VOID) {
     KeInitializeEvent(&g_waited_on, NotificationEvent, FALSE); /* the violation */
 }
 
+/* ---- structured exception handling ---- */
+
+/* A __try block with an __except handler, then one with a __finally block: 1 + 10 + 1000. */
+LONG ScenarioTryExceptFinally(VOID) {
+    LONG steps = 0;
+    __try {
+        steps += 1;
+    } __except (EXCEPTION_EXECUTE_HANDLER) {
+        steps += 100; /* never: nothing raised */
+    }
+    __try {
+        steps += 10;
+    } __finally {
+        steps += 1000;
+    }
+    return steps;
+}
+
+VOID ViolationProbeMisaligned(VOID) {
+    static ULONG buffer[4];
+    __try {
+        ProbeForRead((UCHAR *)buffer + 1, sizeof(ULONG), sizeof(ULONG)); /* raises: misaligned */
+    } __except (EXCEPTION_EXECUTE_HANDLER) {
+        g_results.thread_counter = -1;
+    }
+}
+
 /* ---- crashes: a wild write, a stack overflow ---- */
 
 VOID CrashWriteThroughNull(VOID) { *g_nowhere = 1; }

@@ -84,6 +84,8 @@ void ViolationUnderrunPool(void);
 void ViolationWriteAfterFree(void);
 void ViolationFreeEventWithWaiter(void);
 void ViolationReinitializeEventWithWaiter(void);
+int32_t ScenarioTryExceptFinally(void);
+void ViolationProbeMisaligned(void);
 void CrashWriteThroughNull(void);
 void CrashStackOverflow(void);
 int32_t LeakyDriverEntry(struct _DRIVER_OBJECT *driver, struct _UNICODE_STRING *registry_path);

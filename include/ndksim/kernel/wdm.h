@@ -167,6 +167,25 @@ typedef union _ULARGE_INTEGER {
 #define NDKSIM_DECLSPEC_restrict
 #define NDKSIM_DECLSPEC_noalias
 
+/* Structured exception handling, as far as C compiled by GCC or clang has it: a __try block runs,
+ * a __finally block runs after it when the block ends normally, and an __except handler never
+ * runs. Whatever would raise an exception here (ExRaiseStatus, ProbeForRead or ProbeForWrite of a
+ * bad buffer) fails the run as RAISE with the status and the site, so what a handler was written
+ * for is reported instead of taken. A __finally block does not run when its __try block is left
+ * by return, break or goto; __leave does not compile. C only: in C++, libstdc++ owns __try. */
+#ifndef __cplusplus
+#define EXCEPTION_EXECUTE_HANDLER 1
+#define EXCEPTION_CONTINUE_SEARCH 0
+#define EXCEPTION_CONTINUE_EXECUTION (-1)
+#define __try if (1)
+#define __except(filter) else if (((void)sizeof(filter), 0))
+#define __finally else if (0) {} if (1)
+#define __leave _Static_assert(0, "__leave: the kernel environment's __try cannot be left early")
+#define GetExceptionCode() ((NTSTATUS)0)
+#define GetExceptionInformation() ((PVOID)0)
+#define AbnormalTermination() 0
+#endif
+
 /* ---- where a call was made, for verifier reports ---------------------------------------------- */
 /* Records the caller's site for the next service call (the macros below call it). */
 VOID NdksimSetSite(PCSTR File, ULONG Line, PCSTR Function);
@@ -440,6 +459,13 @@ VOID NdksimAssertFailed(PCSTR Expression, PCSTR File, ULONG Line, PCSTR Function
 DECLSPEC_NORETURN VOID KeBugCheckEx(ULONG BugCheckCode, ULONG_PTR P1, ULONG_PTR P2, ULONG_PTR P3, ULONG_PTR P4);
 DECLSPEC_NORETURN VOID KeBugCheck(ULONG BugCheckCode);
 DECLSPEC_NORETURN VOID ExRaiseStatus(NTSTATUS Status);
+/* Checks a buffer a program passed (METHOD_NEITHER): an address that is not aligned to Alignment
+ * raises STATUS_DATATYPE_MISALIGNMENT, a range in the first 64 KiB or past the top of the address
+ * space STATUS_ACCESS_VIOLATION (see __try above). A length of 0 checks nothing. */
+VOID ProbeForRead(const volatile VOID *Address, SIZE_T Length, ULONG Alignment);
+VOID ProbeForWrite(volatile VOID *Address, SIZE_T Length, ULONG Alignment);
+#define ProbeForRead(Address, Length, Alignment) NDKSIM_AT(ProbeForRead((Address), (Length), (Alignment)))
+#define ProbeForWrite(Address, Length, Alignment) NDKSIM_AT(ProbeForWrite((Address), (Length), (Alignment)))
 
 /* ---- dispatcher objects: events, timers, threads --------------------------------------------- */
 /* Type values of the dispatcher header (the kernel's own numbering). */
