@@ -124,6 +124,26 @@ TEST_F(KernelIo, AnIrpCancelledWhilePendingRunsItsCancelRoutine) {
   EXPECT_EQ(g_io_counts.cancel_routines, 1);
 }
 
+TEST_F(KernelIo, AnOverlappedRequestReturnsPendingAndCompletesWhenWaitedFor) {
+  Load();
+  const DeviceHandle handle = Open();
+  const PendingIo io = env_.StartDeviceIoControl(handle, IO_TEST_PEND, {}, std::as_writable_bytes(std::span(output_)));
+  EXPECT_FALSE(env_.IoCompleted(io));
+  const IoResult r = env_.WaitIo(io);
+  EXPECT_EQ(r.status, kSuccess);
+  EXPECT_EQ(std::string(output_.data(), r.information), "done");
+}
+
+TEST_F(KernelIo, CancelIoRunsTheCancelRoutineOfAHeldIrp) {
+  Load();
+  const DeviceHandle handle = Open();
+  const PendingIo io = env_.StartDeviceIoControl(handle, IO_TEST_HOLD, {}, std::as_writable_bytes(std::span(output_)));
+  EXPECT_FALSE(env_.IoCompleted(io));
+  env_.CancelIo(handle);  // as CancelIoEx: the request completes when its driver completes it
+  EXPECT_EQ(env_.WaitIo(io).status, kCancelled);
+  EXPECT_EQ(g_io_counts.cancel_routines, 1);
+}
+
 TEST_F(KernelIo, AnOutDirectIoctlWritesThroughTheMdl) {
   Load();
   const IoResult r = Control(IO_TEST_FILL);

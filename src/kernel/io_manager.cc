@@ -92,14 +92,17 @@ void Environment::Impl::CheckLinksLeft(Driver& d, std::vector<std::string>* left
 
 namespace {
 
-// Issues an IRP for `major` to the open's device on a kernel thread of its machine, runs the
-// simulation until the IRP has completed, and returns its status block. `setup` fills the IRP and
-// its stack location; `finish` takes the output once it has completed.
-IoResult Issue(Environment& env, Impl& s, DeviceOpen& open, UCHAR major,
-               const std::function<void(IRP&, IO_STACK_LOCATION&)>& setup, const std::function<void(const IRP&)>& finish) {
-  IoResult result;
-  bool finished = false;
-  s.StartKernelThread(fmt::format("user!{}", MajorName(major)), open.machine, open.driver, [&] {
+// Starts an IRP for `major` to the open's device on a kernel thread of its machine (the thread a
+// program's request enters the kernel on) and runs the simulation until the driver's dispatch
+// routine has returned. The request then waits there for the IRP's completion; `request.finish`
+// takes the output once it has completed. Returns the request's number.
+std::uint32_t Start(Environment& env, Impl& s, DeviceOpen& open, UCHAR major, std::unique_ptr<IoRequest> owned) {
+  const std::uint32_t id = s.next_io_request++;
+  IoRequest& request = *owned;
+  s.io_requests[id] = std::move(owned);
+  DeviceOpen* const from = &open;
+  s.StartKernelThread(fmt::format("user!{}", MajorName(major)), open.machine, open.driver, [&s, &request, from, major] {
+    DeviceOpen& open = *from;
     auto record = std::make_unique<IrpRecord>();
     IRP& irp = record->irp;
     IO_STACK_LOCATION& stack = record->stack;
@@ -114,7 +117,7 @@ IoResult Issue(Environment& env, Impl& s, DeviceOpen& open, UCHAR major,
     stack.DeviceObject = open.device;
     stack.FileObject = &open.file;
     Dispatcher::InitializeEvent(record->done, DispatcherObject::Kind::kNotificationEvent, false);
-    setup(irp, stack);
+    if (request.setup) request.setup(request, irp, stack);
     s.outstanding_irps[&irp] = record.get();
     PDRIVER_DISPATCH dispatch = open.device->DriverObject->MajorFunction[major];
     NTSTATUS status;
@@ -127,6 +130,7 @@ IoResult Issue(Environment& env, Impl& s, DeviceOpen& open, UCHAR major,
     } else {
       status = dispatch(open.device, &irp);
     }
+    request.dispatched = true;
     const char* name = MajorName(major);
     if (s.Current().irql != PASSIVE_LEVEL) {
       s.Fail("IRQL", fmt::format("the dispatch routine of {} returned at IRQL {}", name, s.Current().irql), Site{});
@@ -147,12 +151,18 @@ IoResult Issue(Environment& env, Impl& s, DeviceOpen& open, UCHAR major,
                                 static_cast<ULONG>(status), static_cast<ULONG>(irp.IoStatus.Status)),
              Site{});
     }
-    result = IoResult{irp.IoStatus.Status, irp.IoStatus.Information};
-    finish(irp);
-    finished = true;
+    request.result = IoResult{irp.IoStatus.Status, irp.IoStatus.Information};
+    if (request.finish) request.finish(request, irp);
+    request.finished = true;
   });
-  env.RunUntil([&] { return finished; });
-  return result;
+  env.RunUntil([&request] { return request.dispatched; });
+  return id;
+}
+
+IoRequest& RequestOf(Impl& s, PendingIo io) {
+  const auto it = s.io_requests.find(io.id);
+  if (it == s.io_requests.end()) throw std::logic_error("a PendingIo that is not outstanding (waited for already?)");
+  return *it->second;
 }
 
 DeviceOpen& OpenOf(Impl& s, DeviceHandle handle) {
@@ -179,25 +189,28 @@ IoResult Environment::OpenDevice(Node& node, std::string_view path, DeviceHandle
   open->file.Type = IO_TYPE_FILE;
   open->file.Size = sizeof(FILE_OBJECT);
   open->file.DeviceObject = device;
-  const IoResult result = Issue(*this, s, *open, IRP_MJ_CREATE, [](IRP&, IO_STACK_LOCATION&) {}, [](const IRP&) {});
+  DeviceOpen& opened = *open;
+  s.device_opens.push_back(std::move(open));
+  const IoResult result = WaitIo(PendingIo{Start(*this, s, opened, IRP_MJ_CREATE, std::make_unique<IoRequest>())});
   if (NT_SUCCESS(result.status)) {
-    s.device_opens.push_back(std::move(open));
     handle->id = static_cast<std::uint32_t>(s.device_opens.size());
+  } else {
+    opened.closed = true;  // the open failed: there is no handle
   }
   return result;
 }
 
-IoResult Environment::DeviceIoControl(DeviceHandle handle, std::uint32_t code, std::span<const std::byte> input,
-                                      std::span<std::byte> output) {
+PendingIo Environment::StartDeviceIoControl(DeviceHandle handle, std::uint32_t code, std::span<const std::byte> input,
+                                            std::span<std::byte> output) {
   Impl& s = *impl_;
   DeviceOpen& open = OpenOf(s, handle);
   const ULONG method = METHOD_FROM_CTL_CODE(code);
+  auto request = std::make_unique<IoRequest>();
   // METHOD_BUFFERED: one system buffer for the input, then the output; the direct methods: the
   // input there, the output described by an MDL; METHOD_NEITHER: the program's own buffers.
-  std::vector<std::byte> system(method == METHOD_BUFFERED ? std::max(input.size(), output.size()) : input.size());
-  std::copy(input.begin(), input.end(), system.begin());
-  PMDL mdl = nullptr;
-  const auto setup = [&](IRP& irp, IO_STACK_LOCATION& stack) {
+  request->system.resize(method == METHOD_BUFFERED ? std::max(input.size(), output.size()) : input.size());
+  std::copy(input.begin(), input.end(), request->system.begin());
+  request->setup = [method, code, input, output](IoRequest& r, IRP& irp, IO_STACK_LOCATION& stack) {
     stack.Parameters.DeviceIoControl.OutputBufferLength = static_cast<ULONG>(output.size());
     stack.Parameters.DeviceIoControl.InputBufferLength = static_cast<ULONG>(input.size());
     stack.Parameters.DeviceIoControl.IoControlCode = code;
@@ -206,14 +219,14 @@ IoResult Environment::DeviceIoControl(DeviceHandle handle, std::uint32_t code, s
       irp.UserBuffer = output.data();
       return;
     }
-    irp.AssociatedIrp.SystemBuffer = system.empty() ? nullptr : system.data();
+    irp.AssociatedIrp.SystemBuffer = r.system.empty() ? nullptr : r.system.data();
     if (method != METHOD_BUFFERED && !output.empty()) {
-      mdl = IoAllocateMdl(output.data(), static_cast<ULONG>(output.size()), FALSE, FALSE, nullptr);
-      if (mdl != nullptr) MmBuildMdlForNonPagedPool(mdl);
-      irp.MdlAddress = mdl;
+      r.mdl = IoAllocateMdl(output.data(), static_cast<ULONG>(output.size()), FALSE, FALSE, nullptr);
+      if (r.mdl != nullptr) MmBuildMdlForNonPagedPool(r.mdl);
+      irp.MdlAddress = r.mdl;
     }
   };
-  const auto finish = [&](const IRP& irp) {
+  request->finish = [&s, method, output](IoRequest& r, const IRP& irp) {
     if (method == METHOD_BUFFERED && NT_SUCCESS(irp.IoStatus.Status)) {
       if (irp.IoStatus.Information > output.size()) {
         s.Fail("IRP", fmt::format("a METHOD_BUFFERED request completed with Information {}, more than its output "
@@ -222,24 +235,59 @@ IoResult Environment::DeviceIoControl(DeviceHandle handle, std::uint32_t code, s
                Site{});
         return;
       }
-      std::copy_n(system.begin(), irp.IoStatus.Information, output.begin());
+      std::copy_n(r.system.begin(), irp.IoStatus.Information, output.begin());
     }
-    if (mdl != nullptr) IoFreeMdl(mdl);
+    if (r.mdl != nullptr) IoFreeMdl(r.mdl);
   };
-  return Issue(*this, s, open, IRP_MJ_DEVICE_CONTROL, setup, finish);
+  return PendingIo{Start(*this, s, open, IRP_MJ_DEVICE_CONTROL, std::move(request))};
+}
+
+IoResult Environment::DeviceIoControl(DeviceHandle handle, std::uint32_t code, std::span<const std::byte> input,
+                                      std::span<std::byte> output) {
+  return WaitIo(StartDeviceIoControl(handle, code, input, output));
+}
+
+bool Environment::IoCompleted(PendingIo io) const { return RequestOf(*impl_, io).finished; }
+
+IoResult Environment::WaitIo(PendingIo io) {
+  Impl& s = *impl_;
+  IoRequest& request = RequestOf(s, io);
+  RunUntil([&request] { return request.finished; });
+  const IoResult result = request.result;
+  s.io_requests.erase(io.id);
+  return result;
+}
+
+void Environment::CancelIo(DeviceHandle handle) {
+  Impl& s = *impl_;
+  DeviceOpen& open = OpenOf(s, handle);
+  // CancelIoEx: the handle's outstanding IRPs, each cancelled on a thread of the program.
+  std::vector<IRP*> irps;
+  for (const auto& [irp, record] : s.outstanding_irps) {
+    if (record->stack.FileObject == &open.file) irps.push_back(const_cast<IRP*>(irp));
+  }
+  if (irps.empty()) return;
+  bool done = false;
+  s.StartKernelThread("user!CancelIoEx", open.machine, open.driver, [&s, &done, irps] {
+    for (IRP* irp : irps) {
+      if (s.outstanding_irps.contains(irp)) (void)IoCancelIrp(irp);  // one a cancel routine completed is gone
+    }
+    done = true;
+  });
+  RunUntil([&done] { return done; });
 }
 
 IoResult Environment::CloseDevice(DeviceHandle handle) {
   Impl& s = *impl_;
   DeviceOpen& open = OpenOf(s, handle);
-  const auto none = [](IRP&, IO_STACK_LOCATION&) {};
-  const auto nothing = [](const IRP&) {};
   // The last handle closes: cleanup, then close. A driver without either handler has nothing to
   // do there, and the handle closes all the same.
-  const bool cleanup = open.device->DriverObject->MajorFunction[IRP_MJ_CLEANUP] != nullptr;
-  const IoResult cleaned = cleanup ? Issue(*this, s, open, IRP_MJ_CLEANUP, none, nothing) : IoResult{};
-  const bool close = open.device->DriverObject->MajorFunction[IRP_MJ_CLOSE] != nullptr;
-  const IoResult closed = close ? Issue(*this, s, open, IRP_MJ_CLOSE, none, nothing) : IoResult{};
+  const auto send = [&](UCHAR major) {
+    if (open.device->DriverObject->MajorFunction[major] == nullptr) return IoResult{};
+    return WaitIo(PendingIo{Start(*this, s, open, major, std::make_unique<IoRequest>())});
+  };
+  const IoResult cleaned = send(IRP_MJ_CLEANUP);
+  const IoResult closed = send(IRP_MJ_CLOSE);
   open.closed = true;
   return NT_SUCCESS(cleaned.status) ? closed : cleaned;
 }

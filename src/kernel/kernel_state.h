@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -156,6 +157,18 @@ struct IrpRecord {
   IO_STACK_LOCATION stack{};
   bool completed = false;
   DispatcherObject done{};  // a notification event, signaled at the completion
+};
+
+// A test program's request (Environment::StartDeviceIoControl and the calls that wait): its IRP's
+// outcome once complete, and the I/O manager's buffers for it.
+struct IoRequest {
+  IoResult result;
+  bool dispatched = false;  // the dispatch routine has returned
+  bool finished = false;    // the IRP has completed and its output is back
+  std::vector<std::byte> system;  // the system buffer
+  PMDL mdl = nullptr;             // the output's MDL (the direct methods)
+  std::function<void(IoRequest&, IRP&, IO_STACK_LOCATION&)> setup;
+  std::function<void(IoRequest&, const IRP&)> finish;
 };
 
 // IoCreateSymbolicLink's link: the device name it stands for, and the driver that made it.
@@ -335,6 +348,8 @@ struct Environment::Impl {
   std::map<MachineName, SymbolicLink> symbolic_links;  // by "\??\X"
   std::vector<std::unique_ptr<DeviceOpen>> device_opens;  // DeviceHandle::id - 1
   std::map<const IRP*, IrpRecord*> outstanding_irps;
+  std::map<std::uint32_t, std::unique_ptr<IoRequest>> io_requests;  // by PendingIo::id
+  std::uint32_t next_io_request = 1;
   KSPIN_LOCK cancel_lock = 0;
   // IoCreateDevice's name for `device` on the calling driver's machine (STATUS_OBJECT_NAME_COLLISION
   // if taken); IoDeleteDevice's forgetting it.

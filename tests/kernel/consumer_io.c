@@ -80,7 +80,8 @@ static VOID TestDpc(PKDPC Dpc, PVOID Context, PVOID Arg1, PVOID Arg2) {
     (void)CompleteWith(irp, STATUS_SUCCESS, 4);
 }
 
-static NTSTATUS Pend(IO_TEST_DEVICE *ext, PIRP Irp, BOOLEAN cancel, BOOLEAN mark) {
+/* Holds the IRP pending; with `timer`, the DPC completes (or cancels) it in 10 microseconds. */
+static NTSTATUS Pend(IO_TEST_DEVICE *ext, PIRP Irp, BOOLEAN cancel, BOOLEAN mark, BOOLEAN timer) {
     LARGE_INTEGER due;
     KIRQL old;
     if (mark) IoMarkIrpPending(Irp);
@@ -89,8 +90,10 @@ static NTSTATUS Pend(IO_TEST_DEVICE *ext, PIRP Irp, BOOLEAN cancel, BOOLEAN mark
     ext->cancel = cancel;
     if (cancel) (void)IoSetCancelRoutine(Irp, TestCancel);
     KeReleaseSpinLock(&ext->lock, old);
-    due.QuadPart = -100; /* 10 microseconds */
-    KeSetTimer(&ext->timer, due, &ext->dpc);
+    if (timer) {
+        due.QuadPart = -100; /* 10 microseconds */
+        KeSetTimer(&ext->timer, due, &ext->dpc);
+    }
     return STATUS_PENDING;
 }
 
@@ -106,9 +109,11 @@ static NTSTATUS TestDeviceControl(PDEVICE_OBJECT Device, PIRP Irp) {
             return CompleteWith(Irp, STATUS_SUCCESS, in); /* the input is in the system buffer already */
         case IO_TEST_PEND:
             if (out < 4) return CompleteWith(Irp, STATUS_BUFFER_TOO_SMALL, 0);
-            return Pend(ext, Irp, FALSE, TRUE);
+            return Pend(ext, Irp, FALSE, TRUE, TRUE);
         case IO_TEST_CANCELLED:
-            return Pend(ext, Irp, TRUE, TRUE);
+            return Pend(ext, Irp, TRUE, TRUE, TRUE);
+        case IO_TEST_HOLD:
+            return Pend(ext, Irp, TRUE, TRUE, FALSE); /* until the program cancels it */
         case IO_TEST_FILL: {
             UCHAR *buffer;
             if (Irp->MdlAddress == NULL) return CompleteWith(Irp, STATUS_INVALID_PARAMETER, 0);
@@ -134,7 +139,7 @@ static NTSTATUS TestDeviceControl(PDEVICE_OBJECT Device, PIRP Irp) {
         case IO_TEST_FORGET:
             return STATUS_SUCCESS; /* the bug: the IRP is never completed */
         case IO_TEST_UNMARKED:
-            return Pend(ext, Irp, FALSE, FALSE); /* the bug: no IoMarkIrpPending */
+            return Pend(ext, Irp, FALSE, FALSE, TRUE); /* the bug: no IoMarkIrpPending */
         case IO_TEST_TWICE:
             (void)CompleteWith(Irp, STATUS_SUCCESS, 0);
             return CompleteWith(Irp, STATUS_SUCCESS, 0); /* the bug */

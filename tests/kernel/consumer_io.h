@@ -20,6 +20,7 @@ extern "C" {
 #define IO_TEST_FORGET IO_TEST_CODE(0x805, 0)      /* a bug: success returned, the IRP never completed */
 #define IO_TEST_UNMARKED IO_TEST_CODE(0x806, 0)    /* a bug: STATUS_PENDING without IoMarkIrpPending */
 #define IO_TEST_TWICE IO_TEST_CODE(0x807, 0)       /* a bug: the IRP completed twice */
+#define IO_TEST_HOLD IO_TEST_CODE(0x808, 0)        /* pended with a cancel routine until cancelled */
 
 typedef struct IoTestCounts {
     int32_t creates;

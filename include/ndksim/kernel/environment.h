@@ -101,6 +101,11 @@ struct DeviceHandle {
   std::uint32_t id = 0;  // 0: none
 };
 
+// A request a test program started without waiting for it (overlapped I/O).
+struct PendingIo {
+  std::uint32_t id = 0;
+};
+
 // What a request to a device came back with: its IO_STATUS_BLOCK.
 struct IoResult {
   std::int32_t status = 0;
@@ -161,6 +166,17 @@ class Environment {
   // passes both buffers as they are.
   IoResult DeviceIoControl(DeviceHandle handle, std::uint32_t code, std::span<const std::byte> input,
                            std::span<std::byte> output);
+  // The same request, overlapped: it returns once the driver's dispatch routine has returned, with
+  // the IRP complete or pending. Both buffers must stay valid until the request has completed.
+  PendingIo StartDeviceIoControl(DeviceHandle handle, std::uint32_t code, std::span<const std::byte> input,
+                                 std::span<std::byte> output);
+  // Whether a started request has completed (GetOverlappedResult without waiting).
+  bool IoCompleted(PendingIo io) const;
+  // Runs until a started request completes; its status block. Each is waited for once.
+  IoResult WaitIo(PendingIo io);
+  // CancelIoEx: IoCancelIrp, on a thread of the program, of every IRP of the handle still
+  // outstanding. Each completes when its driver completes it (a cancel routine, if it set one).
+  void CancelIo(DeviceHandle handle);
   // The handle closes: IRP_MJ_CLEANUP, then IRP_MJ_CLOSE (either skipped when the driver has none).
   IoResult CloseDevice(DeviceHandle handle);
 
