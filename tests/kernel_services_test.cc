@@ -292,6 +292,18 @@ TEST_F(KernelServices, InitializingAnEventAThreadWaitsOnIsReported) {
   EXPECT_NE(message_.find("KeInitializeEvent of "), std::string::npos) << message_;
 }
 
+// Driver Verifier's deadlock detection: a thread took A then B; a DPC takes B then A.
+TEST_F(KernelServices, TwoSpinLocksTakenInBothOrdersAreALockOrderInversion) {
+  EXPECT_EQ(ViolationOf(&ViolationLockOrderInversion), "LOCK_ORDER");
+  EXPECT_NE(message_.find("the reverse of an order taken before"), std::string::npos) << message_;
+  EXPECT_NE(message_.find("in TakeAThenB"), std::string::npos) << message_;
+  EXPECT_NE(message_.find("in TakeBThenA"), std::string::npos) << message_;  // where the DPC took A
+}
+
+TEST_F(KernelServices, TheSameOrderAgainOrALockInitializedAgainIsNoInversion) {
+  EXPECT_EQ(CheckOf(&ScenarioLockOrderKeptOrRenewed), "none") << message_;
+}
+
 TEST_F(KernelServices, ATryBlockRunsItsExceptHandlerNeverAndItsFinallyBlockAfterIt) {
   std::int32_t steps = 0;
   RunOnNode0([&] { steps = ScenarioTryExceptFinally(); });

@@ -9,10 +9,13 @@
 
 #include <arpa/inet.h>
 
+#include <array>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <iterator>
 #include <string>
+#include <utility>
 
 #include "kernel/consumer_services.h"
 #include "kernel/consumer_wdk_surface.h"
@@ -860,6 +863,139 @@ TEST_F(WdkSurface, Ipv4AddressToStringExWPrintsTheAddressAndPort) {
   EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
   EXPECT_EQ(Wide(), u"10.0.0.2:54321");
   EXPECT_EQ(g_surface.values[0], 15);
+}
+
+// The 16 bytes of an IPv6 address in text, as inet_pton stores them.
+std::array<std::uint8_t, 16> V6(const char* text) {
+  std::array<std::uint8_t, 16> bytes{};
+  EXPECT_EQ(inet_pton(AF_INET6, text, bytes.data()), 1) << text;
+  return bytes;
+}
+
+// The address a Surface*Ipv6StringToAddress* scenario stored.
+std::array<std::uint8_t, 16> StoredV6() {
+  std::array<std::uint8_t, 16> bytes{};
+  std::memcpy(bytes.data(), &g_surface.values[0], 16);
+  return bytes;
+}
+
+TEST_F(WdkSurface, Ipv6StringToAddressConvertsACompressedAddressToItsEnd) {
+  SurfaceIpv6StringToAddressA("2001:db8:85a3::8a2e:370:7334");
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(StoredV6(), V6("2001:db8:85a3::8a2e:370:7334"));
+  EXPECT_EQ(g_surface.values[2], 28);
+}
+
+TEST_F(WdkSurface, Ipv6StringToAddressTakesADottedTail) {
+  SurfaceIpv6StringToAddressA("::ffff:129.144.52.38");
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(StoredV6(), V6("::ffff:129.144.52.38"));
+  EXPECT_EQ(g_surface.values[2], 20);
+}
+
+// A "::" stands for a group at least: after seven groups the address ends, and the terminator
+// points at the colon before an eighth, as on Windows.
+TEST_F(WdkSurface, Ipv6StringToAddressEndsBeforeAnEighthGroupAfterADoubleColon) {
+  SurfaceIpv6StringToAddressA("1111:2222:3333:4444:5555:6666::7777:8888");
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(StoredV6(), V6("1111:2222:3333:4444:5555:6666:0:7777"));
+  EXPECT_EQ(g_surface.values[2], 35);
+}
+
+TEST_F(WdkSurface, Ipv6StringToAddressRefusesMalformedText) {
+  for (const char* text : {"::01234" /* a group of five digits */, "1.2.3.4" /* IPv4 */, ":1::2"}) {
+    SurfaceIpv6StringToAddressA(text);
+    EXPECT_STATUS_EQ(STATUS_INVALID_PARAMETER, g_surface.status);
+  }
+}
+
+TEST_F(WdkSurface, Ipv6StringToAddressWStopsAtTheScope) {
+  SurfaceIpv6StringToAddressW();
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(StoredV6(), V6("fe80::1"));
+  EXPECT_EQ(g_surface.values[2], 7);
+}
+
+TEST_F(WdkSurface, Ipv6StringToAddressExTakesABracketedAddressWithScopeAndPort) {
+  SurfaceIpv6StringToAddressExA("[fe80::1%4]:80");
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(StoredV6(), V6("fe80::1"));
+  EXPECT_EQ(g_surface.values[2], 4);
+  EXPECT_EQ(g_surface.values[3], htons(80));
+}
+
+TEST_F(WdkSurface, Ipv6StringToAddressExTakesAnAddressWithAScopeAndNoPort) {
+  SurfaceIpv6StringToAddressExA("fe80::1%4");
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(g_surface.values[2], 4);
+  EXPECT_EQ(g_surface.values[3], 0);
+}
+
+TEST_F(WdkSurface, Ipv6StringToAddressExRefusesWhatIsNotAWholeAddressAndPort) {
+  for (const char* text : {"fe80::1]:80" /* a port without brackets */, "[::1]:65536", "[::1", "::1 ", "fe80::1%", "1::2::3"}) {
+    SurfaceIpv6StringToAddressExA(text);
+    EXPECT_STATUS_EQ(STATUS_INVALID_PARAMETER, g_surface.status);
+  }
+}
+
+TEST_F(WdkSurface, Ipv6StringToAddressExWFillsASockaddrIn6) {
+  SurfaceIpv6StringToAddressExW();
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(StoredV6(), V6("2001:db8::7"));
+  EXPECT_EQ(g_surface.values[2], 3);
+  EXPECT_EQ(g_surface.values[3], htons(4791));
+}
+
+// Windows's forms: the longest run of two or more zero groups (the first of equals) compressed,
+// a single zero group kept, the last 32 bits dotted for the IPv4-compatible, IPv4-mapped, SIIT and
+// ISATAP forms (when the seventh group is not 0, but always for ISATAP).
+TEST_F(WdkSurface, Ipv6AddressToStringWritesWindowsForms) {
+  for (const auto& [address, text] : std::initializer_list<std::pair<const char*, std::string>>{
+           {"::", "::"},
+           {"::1", "::1"},
+           {"::ffff", "::ffff"},
+           {"::13.1.68.3", "::13.1.68.3"},
+           {"::ffff:13.1.68.3", "::ffff:13.1.68.3"},
+           {"::ffff:0:4403", "::ffff:0:4403"},
+           {"::ffff:0:13.1.68.3", "::ffff:0:13.1.68.3"},
+           {"::5efe:0.0.0.0", "::5efe:0.0.0.0"},
+           {"1111::5efe:129.144.52.38", "1111::5efe:129.144.52.38"},
+           {"::300:5efe:8190:3426", "::300:5efe:8190:3426"},
+           {"3ffe:b00:0:0:1:0:0:a", "3ffe:b00::1:0:0:a"},
+           {"2001:0:1234:0:0:c1c0:abcd:876", "2001:0:1234::c1c0:abcd:876"},
+           {"1111:2222:3333:4444:5555:6666:0:8888", "1111:2222:3333:4444:5555:6666:0:8888"},
+           {"2001:DB8::1428:57AB", "2001:db8::1428:57ab"},
+       }) {
+    SurfaceIpv6AddressToStringA(V6(address).data());
+    EXPECT_EQ(Text(), text) << address;
+    EXPECT_EQ(g_surface.values[0], static_cast<std::int64_t>(text.size())) << address;
+  }
+}
+
+TEST_F(WdkSurface, Ipv6AddressToStringWWritesWideText) {
+  SurfaceIpv6AddressToStringW(V6("fe80::1").data());
+  EXPECT_EQ(Wide(), u"fe80::1");
+  EXPECT_EQ(g_surface.values[0], 7);
+}
+
+TEST_F(WdkSurface, Ipv6AddressToStringExBracketsAnAddressWithAScopeAndAPort) {
+  SurfaceIpv6AddressToStringExA(V6("::13.1.68.3").data(), 0xFFFFBBBBu, htons(65518), 64);
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(Text(), "[::13.1.68.3%4294949819]:65518");
+  EXPECT_EQ(g_surface.values[0], 31);
+}
+
+TEST_F(WdkSurface, Ipv6AddressToStringExAddsAScopeWithoutAPort) {
+  SurfaceIpv6AddressToStringExA(V6("::1").data(), 1, 0, 64);
+  EXPECT_STATUS_EQ(STATUS_SUCCESS, g_surface.status);
+  EXPECT_EQ(Text(), "::1%1");
+}
+
+TEST_F(WdkSurface, Ipv6AddressToStringExIntoAShortBufferIsInvalidAndGivesTheSizeNeeded) {
+  SurfaceIpv6AddressToStringExA(V6("::1").data(), 0, 0, 3);  // no room for the NUL
+  EXPECT_STATUS_EQ(STATUS_INVALID_PARAMETER, g_surface.status);
+  EXPECT_EQ(g_surface.values[0], 4);
+  EXPECT_EQ(g_surface.text[0], '#');
 }
 
 // ---- netioapi.h ----

@@ -617,6 +617,7 @@ void Environment::Impl::Free(void* p, std::optional<ULONG> tag, const Site& at, 
   }
   b->freed = true;
   b->freed_at = at;
+  ForgetLocks(start, start + b->size);
   std::memset(p, kFreedPattern, b->size);
   quarantine.push_back(start);
   quarantined_bytes += b->size;
@@ -635,6 +636,53 @@ void Environment::Impl::Free(void* p, std::optional<ULONG> tag, const Site& at, 
            at);
     }
   }
+}
+
+void Environment::Impl::CheckLockOrder(const void* lock, std::span<const PKSPIN_LOCK> held, const Site& at) {
+  for (const void* h : held) {
+    if (h == lock) continue;
+    // Does `lock` reach `h` along the known order? Then `h` was taken before while a chain of
+    // locks back to `lock` was held: the edge into `h` says where.
+    std::vector<const void*> stack{lock};
+    std::vector<const void*> seen;
+    const void* before = nullptr;  // the lock held when `h` was taken
+    const Site* where = nullptr;
+    while (!stack.empty() && where == nullptr) {
+      const void* from = stack.back();
+      stack.pop_back();
+      if (std::find(seen.begin(), seen.end(), from) != seen.end()) continue;
+      seen.push_back(from);
+      const auto it = lock_order.find(from);
+      if (it == lock_order.end()) continue;
+      for (const auto& [to, site] : it->second) {
+        if (to == h) {
+          before = from;
+          where = &site;
+          break;
+        }
+        stack.push_back(to);
+      }
+    }
+    if (where != nullptr) {
+      Fail("LOCK_ORDER",
+           fmt::format("spin lock {} acquired while holding spin lock {}, the reverse of an order taken before: {} was "
+                       "acquired while holding {}{}, at {}. Two contexts taking them in the two orders deadlock",
+                       fmt::ptr(lock), fmt::ptr(h), fmt::ptr(h), fmt::ptr(before),
+                       before == lock ? "" : fmt::format(" (which was taken after {})", fmt::ptr(lock)), Describe(*where)),
+           at);
+      return;
+    }
+  }
+  for (const void* h : held) {
+    if (h != lock) lock_order[h].try_emplace(lock, at);
+  }
+}
+
+void Environment::Impl::ForgetLocks(std::uintptr_t begin, std::uintptr_t end) {
+  if (lock_order.empty()) return;
+  const auto key = [](std::uintptr_t a) { return reinterpret_cast<const void*>(a); };
+  lock_order.erase(lock_order.lower_bound(key(begin)), lock_order.lower_bound(key(end)));
+  for (auto& [from, edges] : lock_order) edges.erase(edges.lower_bound(key(begin)), edges.lower_bound(key(end)));
 }
 
 void Environment::Impl::CheckNotWaitedOn(const void* object, std::size_t bytes, const char* service, const Site& at) {

@@ -37,12 +37,21 @@ std::string Narrow(const std::u16string& text) {
   return out;
 }
 
-// "\DosDevices\X", "\??\X" and their global forms name the same link: "\??\X".
-std::u16string LinkKey(const std::u16string& name) {
-  for (const std::u16string prefix : {u"\\DosDevices\\Global\\", u"\\GLOBAL??\\", u"\\DosDevices\\", u"\\??\\"}) {
-    if (name.rfind(prefix, 0) == 0) return u"\\??\\" + name.substr(prefix.size());
+// Object names compare without regard to case, as on Windows: a name's key is its lower case.
+std::u16string Fold(std::u16string name) {
+  for (char16_t& c : name) {
+    if (c >= u'A' && c <= u'Z') c = static_cast<char16_t>(c - u'A' + u'a');
   }
   return name;
+}
+
+// "\DosDevices\X", "\??\X" and their global forms name the same link: its key is "\??\x".
+std::u16string LinkKey(const std::u16string& name) {
+  const std::u16string folded = Fold(name);
+  for (const std::u16string prefix : {u"\\dosdevices\\global\\", u"\\global??\\", u"\\dosdevices\\", u"\\??\\"}) {
+    if (folded.rfind(prefix, 0) == 0) return u"\\??\\" + folded.substr(prefix.size());
+  }
+  return folded;
 }
 
 const char* MajorName(UCHAR major) {
@@ -60,7 +69,7 @@ const char* MajorName(UCHAR major) {
 namespace ndksim::kernel {
 
 NTSTATUS Environment::Impl::NameDevice(PDEVICE_OBJECT device, const UNICODE_STRING* name) {
-  const std::u16string text = TextOf(name);
+  const std::u16string text = Fold(TextOf(name));
   if (text.empty()) return STATUS_SUCCESS;
   const auto key = std::make_pair(MachineOf(Current().machine), text);
   if (device_names.contains(key)) return STATUS_OBJECT_NAME_COLLISION;
@@ -73,7 +82,7 @@ void Environment::Impl::ForgetDevice(PDEVICE_OBJECT device) {
 }
 
 PDEVICE_OBJECT Environment::Impl::FindDevice(const Node* machine, const std::u16string& path) {
-  std::u16string name = path;
+  std::u16string name = Fold(path);
   if (name.rfind(u"\\\\.\\", 0) == 0) name = u"\\??\\" + name.substr(4);  // CreateFile's "\\.\X"
   if (const auto link = symbolic_links.find({MachineOf(machine), LinkKey(name)}); link != symbolic_links.end()) {
     name = link->second.target;
@@ -84,7 +93,7 @@ PDEVICE_OBJECT Environment::Impl::FindDevice(const Node* machine, const std::u16
 
 void Environment::Impl::CheckLinksLeft(Driver& d, std::vector<std::string>* left) {
   for (const auto& [key, link] : symbolic_links) {
-    if (link.driver == &d) left->push_back(fmt::format("symbolic link '{}'", Narrow(key.second)));
+    if (link.driver == &d) left->push_back(fmt::format("symbolic link '{}'", Narrow(link.name)));
   }
 }
 
@@ -338,12 +347,12 @@ NTSTATUS IoCreateSymbolicLink(PUNICODE_STRING SymbolicLinkName, PUNICODE_STRING 
   Impl& s = CurrentEnvironment();
   const Site at = s.TakeSite();
   s.RequireIrqlExactly(PASSIVE_LEVEL, "IoCreateSymbolicLink", at);
-  const std::u16string link = LinkKey(TextOf(SymbolicLinkName));
-  const std::u16string target = TextOf(DeviceName);
-  if (link.empty() || target.empty()) return STATUS_INVALID_PARAMETER;
-  const auto key = std::make_pair(s.MachineOf(s.Current().machine), link);
+  const std::u16string name = TextOf(SymbolicLinkName);
+  const std::u16string target = Fold(TextOf(DeviceName));
+  if (name.empty() || target.empty()) return STATUS_INVALID_PARAMETER;
+  const auto key = std::make_pair(s.MachineOf(s.Current().machine), LinkKey(name));
   if (s.symbolic_links.contains(key)) return STATUS_OBJECT_NAME_COLLISION;
-  s.symbolic_links[key] = ndksim::kernel::SymbolicLink{target, s.Current().driver};
+  s.symbolic_links[key] = ndksim::kernel::SymbolicLink{target, s.Current().driver, name};
   return STATUS_SUCCESS;
 }
 

@@ -171,10 +171,11 @@ struct IoRequest {
   std::function<void(IoRequest&, const IRP&)> finish;
 };
 
-// IoCreateSymbolicLink's link: the device name it stands for, and the driver that made it.
+// IoCreateSymbolicLink's link: the device name it stands for, the driver that made it, its name.
 struct SymbolicLink {
-  std::u16string target;
+  std::u16string target;  // the device name, in lower case (names compare without case)
   Driver* driver = nullptr;
+  std::u16string name;    // as the driver spelled it, for reports
 };
 
 struct OpenAdapter {
@@ -340,6 +341,18 @@ struct Environment::Impl {
   std::map<const GENERAL_LOOKASIDE*, ULONG> lookaside_lists;  // initialized lists and their flags
   std::map<PWSK_REGISTRATION, std::unique_ptr<WskRegistrationRecord>> wsk;
   std::vector<OpenAdapter> adapters;
+
+  // ---- lock order (Driver Verifier's deadlock detection), for spin locks ----
+  // An edge from a lock to one acquired, waiting for it, while the first was held, with where
+  // (the first such acquisition). Acquiring a lock that reaches a lock the context holds, along
+  // the edges, is an inversion: two contexts taking them in the two orders can deadlock.
+  std::map<const void*, std::map<const void*, Site>> lock_order;
+  // Reports `lock` acquired at `at` while `held` are held, if that inverts a known order, and
+  // records the order otherwise.
+  void CheckLockOrder(const void* lock, std::span<const PKSPIN_LOCK> held, const Site& at);
+  // A lock's memory was freed or initialized again: what was known of the locks in [begin, end)
+  // is forgotten (a new lock may take their place).
+  void ForgetLocks(std::uintptr_t begin, std::uintptr_t end);
 
   // ---- the I/O manager (io_manager.cc) ----
   // Names are per machine (the machine's first node, MachineOf).

@@ -34,8 +34,10 @@ namespace {
 // A spin lock's value while held: the holder's context.
 ULONG_PTR Holder(Impl& s) { return reinterpret_cast<ULONG_PTR>(&s.Current()); }
 
-void Acquire(Impl& s, PKSPIN_LOCK lock, const Site& at, const char* service) {
+// `waits`: the caller would spin for the lock (a try does not, so it orders no locks).
+void Acquire(Impl& s, PKSPIN_LOCK lock, const Site& at, const char* service, bool waits = true) {
   Context& c = s.Current();
+  if (waits) s.CheckLockOrder(lock, c.held, at);
   if (*lock != 0) {
     const bool mine = *lock == Holder(s);
     s.Fail("SPIN_LOCK",
@@ -509,7 +511,14 @@ NTSTATUS KeDelayExecutionThread(KPROCESSOR_MODE WaitMode, BOOLEAN Alertable, PLA
 
 // ---- spin locks ----
 
-VOID KeInitializeSpinLock(PKSPIN_LOCK SpinLock) { *SpinLock = 0; }
+VOID KeInitializeSpinLock(PKSPIN_LOCK SpinLock) {
+  // A lock made anew (perhaps where another lived, on a stack) has no order yet.
+  if (Impl* s = ndksim::kernel::CurrentEnvironmentIfAny(); s != nullptr) {
+    s->ForgetLocks(reinterpret_cast<std::uintptr_t>(SpinLock),
+                   reinterpret_cast<std::uintptr_t>(SpinLock) + sizeof(*SpinLock));
+  }
+  *SpinLock = 0;
+}
 
 KIRQL KeAcquireSpinLockRaiseToDpc(PKSPIN_LOCK SpinLock) {
   Impl& s = CurrentEnvironment();
@@ -552,7 +561,7 @@ BOOLEAN KeTryToAcquireSpinLockAtDpcLevel(PKSPIN_LOCK SpinLock) {
   const Site at = s.TakeSite();
   s.RequireIrqlExactly(DISPATCH_LEVEL, "KeTryToAcquireSpinLockAtDpcLevel", at);
   if (*SpinLock != 0) return FALSE;
-  Acquire(s, SpinLock, at, "KeTryToAcquireSpinLockAtDpcLevel");
+  Acquire(s, SpinLock, at, "KeTryToAcquireSpinLockAtDpcLevel", /*waits=*/false);
   return TRUE;
 }
 

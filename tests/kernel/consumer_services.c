@@ -552,6 +552,51 @@ VOID ViolationReinitializeEventWithWaiter(VOID) {
     KeInitializeEvent(&g_waited_on, NotificationEvent, FALSE); /* the violation */
 }
 
+/* ---- lock order: a thread takes A then B, a DPC B then A ---- */
+
+static KSPIN_LOCK g_lock_a;
+static KSPIN_LOCK g_lock_b;
+static KDPC g_order_dpc;
+
+static VOID TakeBThenA(PKDPC Dpc, PVOID Context, PVOID Arg1, PVOID Arg2) {
+    UNREFERENCED_PARAMETER(Dpc);
+    UNREFERENCED_PARAMETER(Context);
+    UNREFERENCED_PARAMETER(Arg1);
+    UNREFERENCED_PARAMETER(Arg2);
+    KeAcquireSpinLockAtDpcLevel(&g_lock_b);
+    KeAcquireSpinLockAtDpcLevel(&g_lock_a); /* the violation: the reverse of the thread's order */
+    KeReleaseSpinLockFromDpcLevel(&g_lock_a);
+    KeReleaseSpinLockFromDpcLevel(&g_lock_b);
+}
+
+static VOID TakeAThenB(VOID) {
+    KIRQL old;
+    KeAcquireSpinLock(&g_lock_a, &old);
+    KeAcquireSpinLockAtDpcLevel(&g_lock_b);
+    KeReleaseSpinLockFromDpcLevel(&g_lock_b);
+    KeReleaseSpinLock(&g_lock_a, old);
+}
+
+VOID ViolationLockOrderInversion(VOID) {
+    KeInitializeSpinLock(&g_lock_a);
+    KeInitializeSpinLock(&g_lock_b);
+    TakeAThenB();
+    KeInitializeDpc(&g_order_dpc, TakeBThenA, NULL);
+    KeInsertQueueDpc(&g_order_dpc, NULL, NULL); /* runs at once: the caller is below DISPATCH_LEVEL */
+}
+
+/* The same order twice is no inversion; nor is the reverse order on a lock initialized again
+ * (a new lock, as one on a stack is). */
+VOID ScenarioLockOrderKeptOrRenewed(VOID) {
+    KeInitializeSpinLock(&g_lock_a);
+    KeInitializeSpinLock(&g_lock_b);
+    TakeAThenB();
+    TakeAThenB();
+    KeInitializeSpinLock(&g_lock_a);
+    KeInitializeDpc(&g_order_dpc, TakeBThenA, NULL);
+    KeInsertQueueDpc(&g_order_dpc, NULL, NULL);
+}
+
 /* ---- structured exception handling ---- */
 
 /* A __try block with an __except handler, then one with a __finally block: 1 + 10 + 1000. */

@@ -84,6 +84,8 @@ void ViolationUnderrunPool(void);
 void ViolationWriteAfterFree(void);
 void ViolationFreeEventWithWaiter(void);
 void ViolationReinitializeEventWithWaiter(void);
+void ViolationLockOrderInversion(void);
+void ScenarioLockOrderKeptOrRenewed(void);
 int32_t ScenarioTryExceptFinally(void);
 void ViolationProbeMisaligned(void);
 void CrashWriteThroughNull(void);

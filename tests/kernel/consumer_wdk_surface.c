@@ -716,6 +716,78 @@ void SurfaceIpv4AddressToStringExW(uint32_t network_address, uint16_t network_po
     g_surface.values[0] = size;
 }
 
+/* An IN6_ADDR's 16 bytes into values[first] and values[first + 1], as they lie in memory. */
+static void StoreIpv6(const IN6_ADDR *address, int first) {
+    RtlCopyMemory(&g_surface.values[first], address, 16);
+}
+
+void SurfaceIpv6StringToAddressA(const char *text) {
+    IN6_ADDR address;
+    PCSTR terminator = NULL;
+    RtlFillMemory(&address, sizeof(address), 0xEE);
+    g_surface.status = RtlIpv6StringToAddressA(text, &terminator, &address);
+    StoreIpv6(&address, 0);
+    g_surface.values[2] = terminator != NULL ? terminator - text : -1;
+}
+
+void SurfaceIpv6StringToAddressW(void) {
+    static const WCHAR text[] = L"fe80::1%4";
+    IN6_ADDR address;
+    PCWSTR terminator = NULL;
+    g_surface.status = RtlIpv6StringToAddressW(text, &terminator, &address);
+    StoreIpv6(&address, 0);
+    g_surface.values[2] = terminator != NULL ? terminator - text : -1;
+}
+
+void SurfaceIpv6StringToAddressExA(const char *text) {
+    IN6_ADDR address;
+    ULONG scope = 0xEEEEEEEEu;
+    USHORT port = 0xEEEE;
+    RtlFillMemory(&address, sizeof(address), 0xEE);
+    g_surface.status = RtlIpv6StringToAddressExA(text, &address, &scope, &port);
+    StoreIpv6(&address, 0);
+    g_surface.values[2] = scope;
+    g_surface.values[3] = port;
+}
+
+void SurfaceIpv6StringToAddressExW(void) {
+    SOCKADDR_IN6 remote;
+    RtlZeroMemory(&remote, sizeof(remote));
+    remote.sin6_family = AF_INET6;
+    g_surface.status = RtlIpv6StringToAddressExW(L"[2001:db8::7%3]:4791", &remote.sin6_addr, &remote.sin6_scope_id,
+                                                 &remote.sin6_port);
+    StoreIpv6(&remote.sin6_addr, 0);
+    g_surface.values[2] = remote.sin6_scope_id;
+    g_surface.values[3] = remote.sin6_port;
+}
+
+void SurfaceIpv6AddressToStringA(const uint8_t bytes[16]) {
+    IN6_ADDR address;
+    PSTR end;
+    FillText();
+    RtlCopyMemory(&address, bytes, 16);
+    end = RtlIpv6AddressToStringA(&address, g_surface.text);
+    g_surface.values[0] = end - g_surface.text;
+}
+
+void SurfaceIpv6AddressToStringW(const uint8_t bytes[16]) {
+    IN6_ADDR address;
+    PWSTR end;
+    FillText();
+    RtlCopyMemory(&address, bytes, 16);
+    end = RtlIpv6AddressToStringW(&address, g_surface.wide);
+    g_surface.values[0] = end - g_surface.wide;
+}
+
+void SurfaceIpv6AddressToStringExA(const uint8_t bytes[16], uint32_t scope, uint16_t network_port, uint32_t length) {
+    IN6_ADDR address;
+    ULONG size = length;
+    FillText();
+    RtlCopyMemory(&address, bytes, 16);
+    g_surface.status = RtlIpv6AddressToStringExA(&address, scope, network_port, g_surface.text, &size);
+    g_surface.values[0] = size;
+}
+
 /* ---- netioapi.h -------------------------------------------------------------------------------- */
 
 /* The buffer a consumer sizes for an interface alias: the row's own alias field. */

@@ -139,6 +139,15 @@ void SurfaceIpv4AddressToStringA(uint32_t network_address);
 void SurfaceIpv4AddressToStringW(uint32_t network_address);
 void SurfaceIpv4AddressToStringExA(uint32_t network_address, uint16_t network_port, uint32_t length);
 void SurfaceIpv4AddressToStringExW(uint32_t network_address, uint16_t network_port, uint32_t length);
+/* IPv6: the address's bytes go to values[0] and values[1] as they lie in memory; the plain
+ * parse's terminator offset to values[2]; the Ex parse's scope to values[2], port to values[3]. */
+void SurfaceIpv6StringToAddressA(const char *text);
+void SurfaceIpv6StringToAddressW(void);   /* L"fe80::1%4" */
+void SurfaceIpv6StringToAddressExA(const char *text);
+void SurfaceIpv6StringToAddressExW(void); /* L"[2001:db8::7%3]:4791", into a SOCKADDR_IN6 */
+void SurfaceIpv6AddressToStringA(const uint8_t bytes[16]);
+void SurfaceIpv6AddressToStringW(const uint8_t bytes[16]);
+void SurfaceIpv6AddressToStringExA(const uint8_t bytes[16], uint32_t scope, uint16_t network_port, uint32_t length);
 
 /* ---- netioapi.h ---- */
 size_t SurfaceAliasBufferCharacters(void); /* NDIS_IF_MAX_STRING_SIZE + 1, if MIB_IF_ROW2's Alias is as big */

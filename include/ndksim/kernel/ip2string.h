@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* ip2string.h - ndksim's stand-in for the WDK header of the same name: the Rtl conversions between
- * IPv4 addresses and their text, in char (A) and 16-bit WCHAR (W) forms. They need no kernel
- * environment and check no IRQL. The IPv6 conversions are not provided yet (docs/kernel.md).
+ * IPv4 and IPv6 addresses and their text, in char (A) and 16-bit WCHAR (W) forms. They need no
+ * kernel environment and check no IRQL.
  *
  * IN_ADDR and IN6_ADDR are the host's struct in_addr and struct in6_addr (the sin_addr and
  * sin6_addr of SOCKADDR_IN and SOCKADDR_IN6): 4 and 16 bytes in network order, Windows's layouts,
@@ -42,6 +42,43 @@ NTSYSAPI NTSTATUS NTAPI RtlIpv4AddressToStringExA(const struct in_addr *Address,
                                                   PULONG AddressStringLength);
 NTSYSAPI NTSTATUS NTAPI RtlIpv4AddressToStringExW(const struct in_addr *Address, USHORT Port, PWSTR AddressString,
                                                   PULONG AddressStringLength);
+
+/* IPv6 text to address: eight groups of up to four hex digits, one "::" for one or more zero
+ * groups, the last 32 bits optionally dotted decimal ("::ffff:192.0.2.1"). The plain forms
+ * convert the address at the start of the string and point *Terminator at the character after
+ * it; the Ex forms take the whole string: "addr", "addr%scope", "[addr]", "[addr%scope]", or a
+ * bracketed form with ":port" (*ScopeId in host order, 0 without; *Port in network order, 0
+ * without). STATUS_SUCCESS, or STATUS_INVALID_PARAMETER. */
+NTSYSAPI NTSTATUS NTAPI RtlIpv6StringToAddressA(PCSTR S, PCSTR *Terminator, struct in6_addr *Addr);
+NTSYSAPI NTSTATUS NTAPI RtlIpv6StringToAddressW(PCWSTR S, PCWSTR *Terminator, struct in6_addr *Addr);
+NTSYSAPI NTSTATUS NTAPI RtlIpv6StringToAddressExA(PCSTR AddressString, struct in6_addr *Address, PULONG ScopeId,
+                                                  PUSHORT Port);
+NTSYSAPI NTSTATUS NTAPI RtlIpv6StringToAddressExW(PCWSTR AddressString, struct in6_addr *Address, PULONG ScopeId,
+                                                  PUSHORT Port);
+
+/* IPv6 address to text: lower-case hex without leading zeros, the longest run of two or more zero
+ * groups (the first of equal runs) as "::", an IPv4-mapped address's last 32 bits dotted. The
+ * plain forms write into S (46 characters suffice) and return the address of its NUL; the Ex
+ * forms add "%scope" for a ScopeId other than 0 and, for a Port other than 0, bracket the address
+ * and add ":port", with the IPv4 forms' length rules (65 characters suffice). */
+NTSYSAPI PSTR NTAPI RtlIpv6AddressToStringA(const struct in6_addr *Addr, PSTR S);
+NTSYSAPI PWSTR NTAPI RtlIpv6AddressToStringW(const struct in6_addr *Addr, PWSTR S);
+NTSYSAPI NTSTATUS NTAPI RtlIpv6AddressToStringExA(const struct in6_addr *Address, ULONG ScopeId, USHORT Port,
+                                                  PSTR AddressString, PULONG AddressStringLength);
+NTSYSAPI NTSTATUS NTAPI RtlIpv6AddressToStringExW(const struct in6_addr *Address, ULONG ScopeId, USHORT Port,
+                                                  PWSTR AddressString, PULONG AddressStringLength);
+
+#ifdef UNICODE
+#define RtlIpv6StringToAddress RtlIpv6StringToAddressW
+#define RtlIpv6StringToAddressEx RtlIpv6StringToAddressExW
+#define RtlIpv6AddressToString RtlIpv6AddressToStringW
+#define RtlIpv6AddressToStringEx RtlIpv6AddressToStringExW
+#else
+#define RtlIpv6StringToAddress RtlIpv6StringToAddressA
+#define RtlIpv6StringToAddressEx RtlIpv6StringToAddressExA
+#define RtlIpv6AddressToString RtlIpv6AddressToStringA
+#define RtlIpv6AddressToStringEx RtlIpv6AddressToStringExA
+#endif
 
 #ifdef UNICODE
 #define RtlIpv4StringToAddress RtlIpv4StringToAddressW
