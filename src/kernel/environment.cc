@@ -823,17 +823,12 @@ _DRIVER_OBJECT* Environment::LoadDriver(Node& node, std::string name, DriverEntr
 }
 
 std::int32_t Environment::DriverStatus(const _DRIVER_OBJECT* driver) const {
-  for (const auto& d : impl_->drivers) {
-    if (&d->object == driver) return d->status;
-  }
+  if (const Driver* d = impl_->DriverOf(driver); d != nullptr) return d->status;
   throw std::logic_error("DriverStatus: not a driver of this environment");
 }
 
 void Environment::UnloadDriver(_DRIVER_OBJECT* object) {
-  Driver* driver = nullptr;
-  for (const auto& d : impl_->drivers) {
-    if (&d->object == object) driver = d.get();
-  }
+  Driver* driver = impl_->DriverOf(object);
   if (driver == nullptr) throw std::logic_error("UnloadDriver: not a driver of this environment");
   if (!NT_SUCCESS(driver->status) || driver->status == STATUS_PENDING) {
     throw std::logic_error(fmt::format("UnloadDriver: driver '{}' is not loaded", driver->name));

@@ -77,6 +77,11 @@ NTSTATUS Environment::Impl::NameDevice(PDEVICE_OBJECT device, const UNICODE_STRI
   return STATUS_SUCCESS;
 }
 
+bool Environment::Impl::DeviceNameTaken(const UNICODE_STRING* name) {
+  const std::u16string text = TextOf(name);
+  return !text.empty() && FindDevice(Current().machine, text) != nullptr;
+}
+
 void Environment::Impl::ForgetDevice(PDEVICE_OBJECT device) {
   std::erase_if(device_names, [&](const auto& entry) { return entry.second == device; });
 }
@@ -192,9 +197,7 @@ IoResult Environment::OpenDevice(Node& node, std::string_view path, DeviceHandle
   auto open = std::make_unique<DeviceOpen>();
   open->device = device;
   open->machine = &node;
-  for (const auto& d : s.drivers) {
-    if (&d->object == device->DriverObject) open->driver = d.get();
-  }
+  open->driver = s.DriverOf(device->DriverObject);
   open->file.Type = IO_TYPE_FILE;
   open->file.Size = sizeof(FILE_OBJECT);
   open->file.DeviceObject = device;

@@ -131,6 +131,21 @@ std::size_t Ipv4Text(const struct in_addr& address, USHORT port, Unit* text) {
   return n;
 }
 
+// The Ex forms' buffer rule: the text of `count` characters and its NUL into `text`, whose size in
+// characters is *length; out, *length is what was written with the NUL, or, for a buffer too
+// small (or none), the size needed, with STATUS_INVALID_PARAMETER.
+template <typename Unit>
+NTSTATUS CopyOut(const Unit* buffer, std::size_t count, Unit* text, PULONG length) {
+  const auto needed = static_cast<ULONG>(count + 1);
+  if (text == nullptr || *length < needed) {
+    *length = needed;
+    return STATUS_INVALID_PARAMETER;
+  }
+  for (ULONG i = 0; i < needed; ++i) text[i] = buffer[i];
+  *length = needed;
+  return STATUS_SUCCESS;
+}
+
 template <typename Unit>
 Unit* Ipv4ToString(const struct in_addr* addr, Unit* s) {
   return s + Ipv4Text(*addr, 0, s);
@@ -140,14 +155,7 @@ template <typename Unit>
 NTSTATUS Ipv4ToStringEx(const struct in_addr* address, USHORT port, Unit* text, PULONG length) {
   if (address == nullptr || length == nullptr) return STATUS_INVALID_PARAMETER;
   Unit buffer[32];
-  const auto needed = static_cast<ULONG>(Ipv4Text(*address, port, buffer) + 1);
-  if (text == nullptr || *length < needed) {
-    *length = needed;
-    return STATUS_INVALID_PARAMETER;
-  }
-  for (ULONG i = 0; i < needed; ++i) text[i] = buffer[i];
-  *length = needed;
-  return STATUS_SUCCESS;
+  return CopyOut(buffer, Ipv4Text(*address, port, buffer), text, length);
 }
 
 // ---- IPv6 ----
@@ -359,14 +367,7 @@ template <typename Unit>
 NTSTATUS Ipv6ToStringEx(const struct in6_addr* address, ULONG scope, USHORT port, Unit* text, PULONG length) {
   if (address == nullptr || length == nullptr) return STATUS_INVALID_PARAMETER;
   Unit buffer[80];
-  const auto needed = static_cast<ULONG>(Ipv6Text(*address, scope, port, buffer) + 1);
-  if (text == nullptr || *length < needed) {
-    *length = needed;
-    return STATUS_INVALID_PARAMETER;
-  }
-  for (ULONG i = 0; i < needed; ++i) text[i] = buffer[i];
-  *length = needed;
-  return STATUS_SUCCESS;
+  return CopyOut(buffer, Ipv6Text(*address, scope, port, buffer), text, length);
 }
 
 }  // namespace

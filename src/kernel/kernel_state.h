@@ -201,6 +201,13 @@ struct Environment::Impl {
   Impl(Fabric& fabric, const EnvironmentConfig& config);
   ~Impl();
 
+  // The loaded driver whose DRIVER_OBJECT this is, or nullptr.
+  Driver* DriverOf(const DRIVER_OBJECT* object) const {
+    for (const auto& d : drivers) {
+      if (&d->object == object) return d.get();
+    }
+    return nullptr;
+  }
   // The interface index of a node's RNIC on its machine.
   static std::uint32_t IfIndexOf(const Node& node) { return 10 + node.Index(); }
   // The machine a node's RNIC sits in, named by its first node (Environment::AddRnic); the node
@@ -367,6 +374,8 @@ struct Environment::Impl {
   // IoCreateDevice's name for `device` on the calling driver's machine (STATUS_OBJECT_NAME_COLLISION
   // if taken); IoDeleteDevice's forgetting it.
   NTSTATUS NameDevice(PDEVICE_OBJECT device, const UNICODE_STRING* name);
+  // Whether `name` (none: no) names a device on the calling driver's machine already.
+  bool DeviceNameTaken(const UNICODE_STRING* name);
   void ForgetDevice(PDEVICE_OBJECT device);
   // The device `path` names on `machine`: a device name, a symbolic link, or CreateFile's "\\.\X".
   PDEVICE_OBJECT FindDevice(const Node* machine, const std::u16string& path);

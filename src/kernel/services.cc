@@ -1033,11 +1033,7 @@ static NTSTATUS CreateDevice(Impl& s, PDRIVER_OBJECT DriverObject, ULONG DeviceE
                              DEVICE_TYPE DeviceType, ULONG DeviceCharacteristics, PDEVICE_OBJECT* DeviceObject,
                              const Site& at) {
   if (DriverObject == nullptr || DeviceObject == nullptr) return STATUS_INVALID_PARAMETER;
-  if (DeviceName != nullptr && s.FindDevice(s.Current().machine, std::u16string(
-                                   reinterpret_cast<const char16_t*>(DeviceName->Buffer),
-                                   DeviceName->Length / sizeof(WCHAR))) != nullptr) {
-    return STATUS_OBJECT_NAME_COLLISION;
-  }
+  if (s.DeviceNameTaken(DeviceName)) return STATUS_OBJECT_NAME_COLLISION;
   auto* device = static_cast<PDEVICE_OBJECT>(
       s.Allocate(sizeof(DEVICE_OBJECT) + DeviceExtensionSize, 0, true, false, at, BlockKind::kDevice));
   if (device == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
@@ -1117,10 +1113,8 @@ static bool OwnerOfIoObject(Impl& s, PDEVICE_OBJECT object, Driver** owner) {
     case IO_TYPE_DRIVER: driver_object = reinterpret_cast<PDRIVER_OBJECT>(object); break;
     default: return false;
   }
-  *owner = s.Current().driver;
-  for (const auto& d : s.drivers) {
-    if (&d->object == driver_object) *owner = d.get();
-  }
+  Driver* loaded = s.DriverOf(driver_object);
+  *owner = loaded != nullptr ? loaded : s.Current().driver;
   return true;
 }
 

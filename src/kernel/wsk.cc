@@ -91,6 +91,16 @@ std::string NameOf(const Interface& i) {
   return fmt::format("{}_{}", i.rnic == nullptr ? "loopback" : "ethernet", i.luid.Info.NetLuidIndex);
 }
 
+const Interface* FindInterface(const std::vector<Interface>& list, const NET_LUID* luid, NET_IFINDEX index) {
+  for (const Interface& i : list) {
+    if ((luid != nullptr && luid->Value != 0 && i.luid.Value == luid->Value) ||
+        ((luid == nullptr || luid->Value == 0) && i.index == index)) {
+      return &i;
+    }
+  }
+  return nullptr;
+}
+
 NTSTATUS WskOpenNdkAdapter(PWSK_CLIENT Client, NDK_VERSION NdkVersion, NET_IFINDEX IfIndex, NDK_ADAPTER** ppNdkAdapter) {
   Impl& s = CurrentEnvironment();
   const Site at = s.TakeSite();
@@ -100,11 +110,10 @@ NTSTATUS WskOpenNdkAdapter(PWSK_CLIENT Client, NDK_VERSION NdkVersion, NET_IFIND
   if (machine == nullptr) return STATUS_NOT_FOUND;
   if (IfIndex == kLoopbackIndex) return STATUS_NOT_SUPPORTED;
   // The machine's RNIC with that interface index.
-  ndksim::Node* rnic = nullptr;
-  for (const Interface& i : InterfacesOf(s, machine)) {
-    if (i.rnic != nullptr && i.index == IfIndex) rnic = i.rnic;
-  }
-  if (rnic == nullptr) return STATUS_NOT_FOUND;
+  const std::vector<Interface> list = InterfacesOf(s, machine);
+  const Interface* i = FindInterface(list, nullptr, IfIndex);
+  if (i == nullptr || i->rnic == nullptr) return STATUS_NOT_FOUND;
+  ndksim::Node* rnic = i->rnic;
   NDK_ADAPTER* adapter = nullptr;
   const NTSTATUS status = rnic->OpenAdapter(NdkVersion, &adapter);
   if (!NT_SUCCESS(status)) return status;
@@ -191,16 +200,6 @@ void FillRow(Impl& s, const Interface& i, MIB_IF_ROW2* row) {
   std::memcpy(row->PermanentPhysicalAddress, mac, 6);
   const auto bps = static_cast<ULONG64>(s.fabric.Profile().link_rate.bits_per_second);
   row->TransmitLinkSpeed = row->ReceiveLinkSpeed = bps;
-}
-
-const Interface* FindInterface(const std::vector<Interface>& list, const NET_LUID* luid, NET_IFINDEX index) {
-  for (const Interface& i : list) {
-    if ((luid != nullptr && luid->Value != 0 && i.luid.Value == luid->Value) ||
-        ((luid == nullptr || luid->Value == 0) && i.index == index)) {
-      return &i;
-    }
-  }
-  return nullptr;
 }
 
 bool ParseAddress(const std::string& text, SOCKADDR_INET* out) {
@@ -310,7 +309,6 @@ NETIO_STATUS ConvertInterfaceLuidToNameW(const NET_LUID* InterfaceLuid, PWSTR In
 NETIO_STATUS ConvertInterfaceNameToLuidW(const WCHAR* InterfaceName, PNET_LUID InterfaceLuid) {
   return TextToLuid(&NameOf, InterfaceName, InterfaceLuid);
 }
-
 
 NTSTATUS WskRegister(PWSK_CLIENT_NPI WskClientNpi, PWSK_REGISTRATION WskRegistration) {
   Impl& s = CurrentEnvironment();
