@@ -88,6 +88,14 @@ TEST_F(KernelIo, NamesCompareWithoutRegardToCase) {
   EXPECT_EQ(env_.OpenDevice(*node_, "\\device\\ndksimiotest", &handle).status, kSuccess);
 }
 
+TEST_F(KernelIo, ASecondDeviceOfTheSameNameIsANameCollision) {
+  Load();
+  std::int32_t status = kSuccess;
+  env_.StartThread("test", [&] { status = IoTestCreateDeviceTwice(driver_); }, node_);
+  env_.Run();
+  EXPECT_EQ(status, static_cast<std::int32_t>(0xC0000035u));  // STATUS_OBJECT_NAME_COLLISION
+}
+
 TEST_F(KernelIo, ANameNothingHasIsNotFound) {
   Load();
   DeviceHandle handle;

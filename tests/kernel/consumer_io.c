@@ -200,3 +200,17 @@ NTSTATUS IoTestLeakyLinkDriverEntry(PDRIVER_OBJECT Driver, PUNICODE_STRING Regis
     g_forget_link = TRUE;
     return StartIoTest(Driver, TRUE);
 }
+
+/* Creates "\Device\NdksimTwice" twice for the driver: the second create's status, after the
+ * first device is deleted again. */
+NTSTATUS IoTestCreateDeviceTwice(PDRIVER_OBJECT Driver) {
+    static UNICODE_STRING name = RTL_CONSTANT_STRING(L"\\Device\\NdksimTwice");
+    PDEVICE_OBJECT first = NULL;
+    PDEVICE_OBJECT second = NULL;
+    NTSTATUS status = IoCreateDevice(Driver, 0, &name, FILE_DEVICE_UNKNOWN, 0, FALSE, &first);
+    if (!NT_SUCCESS(status)) return status;
+    status = IoCreateDevice(Driver, 0, &name, FILE_DEVICE_UNKNOWN, 0, FALSE, &second);
+    if (NT_SUCCESS(status)) IoDeleteDevice(second);
+    IoDeleteDevice(first);
+    return status;
+}

@@ -40,6 +40,8 @@ int32_t IoTestDriverEntry(struct _DRIVER_OBJECT *driver, struct _UNICODE_STRING 
 int32_t IoTestNoCreateDriverEntry(struct _DRIVER_OBJECT *driver, struct _UNICODE_STRING *registry_path);
 /* The same, but its unload forgets the symbolic link. */
 int32_t IoTestLeakyLinkDriverEntry(struct _DRIVER_OBJECT *driver, struct _UNICODE_STRING *registry_path);
+/* Names two devices alike: the second IoCreateDevice's status. */
+int32_t IoTestCreateDeviceTwice(struct _DRIVER_OBJECT *driver);
 
 #ifdef __cplusplus
 }
