@@ -35,7 +35,8 @@ class KernelLocks : public ::testing::TestWithParam<std::uint64_t> {
     try {
       Run(scenario);
     } catch (const VerifierError& e) {
-      EXPECT_NE(std::string(e.what()).find("consumer_locks.c:"), std::string::npos) << e.what();
+      message_ = e.what();
+      EXPECT_NE(message_.find("consumer_locks.c:"), std::string::npos) << message_;
       return e.Check();
     }
     return "none";
@@ -43,6 +44,7 @@ class KernelLocks : public ::testing::TestWithParam<std::uint64_t> {
 
   Fabric fabric_{FabricConfig{.seed = 5, .profile = profiles::kFunctional}};
   Node* node_ = nullptr;
+  std::string message_;  // the last violation's report
   // Every seed's schedule, with the lock services' preemption points on.
   Environment env_{fabric_, EnvironmentConfig{.seed = GetParam(), .preemption = {.events = true, .locks = true}}};
 };
@@ -169,6 +171,29 @@ TEST_P(KernelLocks, PushLockReadersShareAndAWriterIsAlone) {
 
 TEST_P(KernelLocks, VerifierReportsAPushLockAcquiredTwiceByItsHolder) {
   EXPECT_EQ(ViolationOf(&ViolationPushLockRecursive), "PUSH_LOCK");
+}
+
+// ---- lock order: every kind of lock, as Driver Verifier's deadlock detection orders them ----
+
+TEST_P(KernelLocks, AFastMutexAndAResourceTakenInBothOrdersAreALockOrderInversion) {
+  EXPECT_EQ(ViolationOf(&ViolationMutexAndResourceInBothOrders), "LOCK_ORDER");
+  const std::string& message = message_;
+  EXPECT_NE(message.find("fast mutex "), std::string::npos) << message;
+  EXPECT_NE(message.find(" acquired while holding resource "), std::string::npos) << message;
+  EXPECT_NE(message.find("in MutexThenResource"), std::string::npos) << message;  // the earlier order's site
+  EXPECT_NE(message.find("in ResourceThenMutex"), std::string::npos) << message;  // the inversion's
+}
+
+TEST_P(KernelLocks, AKernelMutexAndAPushLockTakenInBothOrdersAreALockOrderInversion) {
+  EXPECT_EQ(ViolationOf(&ViolationKernelMutexAndPushLockInBothOrders), "LOCK_ORDER");
+  const std::string& message = message_;
+  EXPECT_NE(message.find("kernel mutex "), std::string::npos) << message;
+  EXPECT_NE(message.find(" acquired while holding push lock "), std::string::npos) << message;
+  EXPECT_NE(message.find("in KernelMutexThenPushLock"), std::string::npos) << message;
+}
+
+TEST_P(KernelLocks, TheSameOrderATryOrLocksInitializedAgainAreNoInversion) {
+  EXPECT_EQ(ViolationOf(&ScenarioWaitableLockOrderKeptTriedOrRenewed), "none");
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, KernelLocks, ::testing::Values(1, 2, 3, 4));

@@ -21,9 +21,13 @@ struct Fake {
   NDK_ADAPTER adapter{};
   NDK_CQ cq{};
   NDK_PD pd{};
+  NDK_MR mr{};
+  NDK_QP qp{};
   NDK_ADAPTER_DISPATCH adapter_table{};
   NDK_CQ_DISPATCH cq_table{};
   NDK_PD_DISPATCH pd_table{};
+  NDK_MR_DISPATCH mr_table{};
+  NDK_QP_DISPATCH qp_table{};
   NDK_FN_CQ_NOTIFICATION_CALLBACK notify = nullptr;  // what CreateCq received (the layer's thunk)
   PVOID notify_context = nullptr;
   NDK_FN_CREATE_COMPLETION create_done = nullptr;
@@ -64,6 +68,23 @@ NTSTATUS ClosePdPending(NDK_OBJECT_HEADER*, NDK_FN_CLOSE_COMPLETION, PVOID) { re
 
 NTSTATUS CreateMr(NDK_PD*, BOOLEAN, NDK_FN_CREATE_COMPLETION, PVOID, NDK_MR**) { return STATUS_NOT_SUPPORTED; }
 
+NTSTATUS CreateFastRegisterMr(NDK_PD*, BOOLEAN, NDK_FN_CREATE_COMPLETION, PVOID, NDK_MR** mr) {
+  *mr = &g_fake->mr;
+  return STATUS_SUCCESS;
+}
+NTSTATUS InitializeFastRegisterMr(NDK_MR*, ULONG, BOOLEAN, NDK_FN_REQUEST_COMPLETION, PVOID) { return STATUS_SUCCESS; }
+NTSTATUS CreateQp(NDK_PD*, NDK_CQ*, NDK_CQ*, PVOID, ULONG, ULONG, ULONG, ULONG, ULONG, NDK_FN_CREATE_COMPLETION, PVOID,
+                  NDK_QP** qp) {
+  *qp = &g_fake->qp;
+  return STATUS_SUCCESS;
+}
+// The provider's answers to the posts the tests make: a fast register it refuses (as ndksim's
+// provider refuses a breach of the rules), and a send it takes.
+NTSTATUS FastRegisterRefused(NDK_QP*, PVOID, NDK_MR*, ULONG, const NDK_LOGICAL_ADDRESS*, ULONG, SIZE_T, PVOID, ULONG) {
+  return STATUS_INVALID_PARAMETER;
+}
+NTSTATUS SendTaken(NDK_QP*, PVOID, const NDK_SGE*, ULONG, ULONG) { return STATUS_SUCCESS; }
+
 // Delivers the notification from inside the arm call.
 VOID ArmCqNotifyingInline(NDK_CQ*, ULONG) { g_fake->notify(g_fake->notify_context, STATUS_SUCCESS); }
 
@@ -85,6 +106,13 @@ class KernelNdkLayer : public ::testing::Test {
     fake_.cq.Dispatch = &fake_.cq_table;
     fake_.pd.Header.ObjectType = NdkObjectTypePd;
     fake_.pd.Dispatch = &fake_.pd_table;
+    fake_.mr.Header.ObjectType = NdkObjectTypeMr;
+    fake_.mr.Dispatch = &fake_.mr_table;
+    fake_.qp.Header.ObjectType = NdkObjectTypeQp;
+    fake_.qp.Dispatch = &fake_.qp_table;
+    fake_.mr_table.NdkInitializeFastRegisterMr = &InitializeFastRegisterMr;
+    fake_.qp_table.NdkFastRegister = &FastRegisterRefused;
+    fake_.qp_table.NdkSend = &SendTaken;
     fake_.adapter_table.NdkCreateCq = &CreateCq;
     fake_.adapter_table.NdkCreatePd = &CreatePd;
     fake_.cq_table.NdkArmCq = &ArmCqNotifyingInline;
@@ -111,6 +139,28 @@ class KernelNdkLayer : public ::testing::Test {
     return cq;
   }
   static VOID CreateDone(PVOID, NTSTATUS, NDK_OBJECT_HEADER*) {}
+  static VOID RequestDone(PVOID, NTSTATUS) {}
+
+  // A PD, a QP created with 2 SGEs and 64 inline bytes, and a fast-register MR initialized for
+  // 2 pages, all through the layer (fake_.pd_table's CreateMr gives fake_.mr).
+  struct Objects {
+    NDK_QP* qp = nullptr;
+    NDK_MR* mr = nullptr;
+  };
+  Objects CreateQpAndFastRegisterMr(NDK_ADAPTER* adapter) {
+    fake_.pd_table.NdkCreateMr = &CreateFastRegisterMr;
+    fake_.pd_table.NdkCreateQp = &CreateQp;
+    Objects made;
+    NDK_PD* pd = nullptr;
+    EXPECT_EQ(adapter->Dispatch->NdkCreatePd(adapter, &CreateDone, nullptr, &pd), STATUS_SUCCESS);
+    NDK_CQ* cq = CreateCqThroughTheLayer(adapter, &Notified, nullptr);
+    EXPECT_EQ(pd->Dispatch->NdkCreateQp(pd, cq, cq, nullptr, 8, 8, 2, 2, 64, &CreateDone, nullptr, &made.qp),
+              STATUS_SUCCESS);
+    EXPECT_EQ(pd->Dispatch->NdkCreateMr(pd, TRUE, &CreateDone, nullptr, &made.mr), STATUS_SUCCESS);
+    EXPECT_EQ(made.mr->Dispatch->NdkInitializeFastRegisterMr(made.mr, 2, TRUE, &RequestDone, nullptr),
+              STATUS_SUCCESS);
+    return made;
+  }
   static VOID Notified(PVOID context, NTSTATUS) { ++*static_cast<int*>(context); }
   static VOID CloseDone(PVOID) {}
 
@@ -259,6 +309,127 @@ TEST_F(KernelNdkLayer, ABusyPollerThatNothingWillEverSatisfyIsADeadlock) {
               std::string::npos)
         << e.what();
   }
+}
+
+
+namespace argument_rules {
+
+// Two pages, as NdkBuildLAM would give them.
+const NDK_LOGICAL_ADDRESS kPages[2] = {{.QuadPart = 0x10000}, {.QuadPart = 0x11000}};
+NDK_SGE Sge(ULONG length) {
+  NDK_SGE sge{};
+  sge.Length = length;
+  return sge;
+}
+
+}  // namespace argument_rules
+
+TEST_F(KernelNdkLayer, AFastRegisterWhoseFirstByteOffsetIsNotBelowThePageSizeIsReportedWithItsCallSite) {
+  NTSTATUS status = STATUS_PENDING;
+  int line = 0;
+  EXPECT_EQ(CheckFailing([&](NDK_ADAPTER* adapter) {
+              const Objects o = CreateQpAndFastRegisterMr(adapter);
+              // clang-format off
+              line = __LINE__; status = o.qp->Dispatch->NdkFastRegister(o.qp, nullptr, o.mr, 2, argument_rules::kPages, 5000, 100, reinterpret_cast<PVOID>(0x20000 + 5000), 0);
+              // clang-format on
+            }),
+            "NDK_ARGUMENT");
+  EXPECT_EQ(status, STATUS_PENDING);  // the report unwound the thread where the call returned
+  EXPECT_NE(message_.find("NdkFastRegister: FBO 5000 is not below PAGE_SIZE (4096)"), std::string::npos) << message_;
+  EXPECT_NE(message_.find("the provider returned 0xc000000d"), std::string::npos) << message_;
+  EXPECT_NE(message_.find("kernel_ndk_layer_test.cc:" + std::to_string(line)), std::string::npos) << message_;
+}
+
+TEST_F(KernelNdkLayer, AFastRegisterThatKeepsTheRulesIsNotReported) {
+  fake_.qp_table.NdkFastRegister = [](NDK_QP*, PVOID, NDK_MR*, ULONG, const NDK_LOGICAL_ADDRESS*, ULONG, SIZE_T, PVOID,
+                                      ULONG) -> NTSTATUS { return STATUS_SUCCESS; };
+  NTSTATUS status = STATUS_PENDING;
+  EXPECT_EQ(CheckFailing([&](NDK_ADAPTER* adapter) {
+              const Objects o = CreateQpAndFastRegisterMr(adapter);
+              // The last byte of the second page: offset 100 and 8,092 bytes.
+              status = o.qp->Dispatch->NdkFastRegister(o.qp, nullptr, o.mr, 2, argument_rules::kPages, 100, 8092,
+                                                       reinterpret_cast<PVOID>(0x7000064), NDK_OP_FLAG_ALLOW_REMOTE_WRITE);
+            }),
+            "none")
+      << message_;
+  EXPECT_EQ(status, STATUS_SUCCESS);
+}
+
+TEST_F(KernelNdkLayer, AFastRegisterOfMorePagesThanTheMrWasInitializedForIsReported) {
+  const NDK_LOGICAL_ADDRESS three[3] = {{.QuadPart = 0x10000}, {.QuadPart = 0x11000}, {.QuadPart = 0x12000}};
+  EXPECT_EQ(CheckFailing([&](NDK_ADAPTER* adapter) {
+              const Objects o = CreateQpAndFastRegisterMr(adapter);
+              (void)o.qp->Dispatch->NdkFastRegister(o.qp, nullptr, o.mr, 3, three, 0, 100, reinterpret_cast<PVOID>(0x30000),
+                                                    0);
+            }),
+            "NDK_ARGUMENT");
+  EXPECT_NE(message_.find("AdapterPageCount 3 exceeds the 2 pages NdkInitializeFastRegisterMr gave the MR"),
+            std::string::npos)
+      << message_;
+}
+
+TEST_F(KernelNdkLayer, AFastRegisterWhoseBaseAddressIsNotAtItsFirstByteOffsetIsReported) {
+  EXPECT_EQ(CheckFailing([&](NDK_ADAPTER* adapter) {
+              const Objects o = CreateQpAndFastRegisterMr(adapter);
+              (void)o.qp->Dispatch->NdkFastRegister(o.qp, nullptr, o.mr, 2, argument_rules::kPages, 16, 100,
+                                                    reinterpret_cast<PVOID>(0x30000), 0);
+            }),
+            "NDK_ARGUMENT");
+  EXPECT_NE(message_.find("BaseVirtualAddress 0x30000 is not FBO + n * PAGE_SIZE: its offset in a page is 0, FBO is 16"),
+            std::string::npos)
+      << message_;
+}
+
+// The provider takes the send (this one does not check the flag); the layer reports it all the same.
+TEST_F(KernelNdkLayer, ASendWithAFlagOnlyMemoryOperationsAcceptIsReported) {
+  EXPECT_EQ(CheckFailing([&](NDK_ADAPTER* adapter) {
+              const Objects o = CreateQpAndFastRegisterMr(adapter);
+              const NDK_SGE sge = argument_rules::Sge(8);
+              (void)o.qp->Dispatch->NdkSend(o.qp, nullptr, &sge, 1, NDK_OP_FLAG_ALLOW_REMOTE_READ);
+            }),
+            "NDK_ARGUMENT");
+  EXPECT_NE(message_.find("NdkSend: Flags 0x8 has bits 0x8 that this call does not accept (ref §1.4); the provider "
+                          "returned 0x00000000"),
+            std::string::npos)
+      << message_;
+}
+
+TEST_F(KernelNdkLayer, ASendOfMoreSgesThanTheQpWasCreatedWithIsReported) {
+  EXPECT_EQ(CheckFailing([&](NDK_ADAPTER* adapter) {
+              const Objects o = CreateQpAndFastRegisterMr(adapter);
+              const NDK_SGE sges[3] = {argument_rules::Sge(8), argument_rules::Sge(8), argument_rules::Sge(8)};
+              (void)o.qp->Dispatch->NdkSend(o.qp, nullptr, sges, 3, 0);
+            }),
+            "NDK_ARGUMENT");
+  EXPECT_NE(message_.find("nSge 3 exceeds the MaxInitiatorRequestSge of 2 the queue was created with"),
+            std::string::npos)
+      << message_;
+}
+
+// INLINE lets the SGE count exceed the limit; the bytes must fit the QP's inline size.
+TEST_F(KernelNdkLayer, AnInlineSendOfMoreSgesThanTheLimitWithinTheInlineSizeIsNotReported) {
+  EXPECT_EQ(CheckFailing([&](NDK_ADAPTER* adapter) {
+              const Objects o = CreateQpAndFastRegisterMr(adapter);
+              const NDK_SGE sges[3] = {argument_rules::Sge(16), argument_rules::Sge(16), argument_rules::Sge(32)};
+              EXPECT_EQ(o.qp->Dispatch->NdkSend(o.qp, nullptr, sges, 3, NDK_OP_FLAG_INLINE), STATUS_SUCCESS);
+            }),
+            "none")
+      << message_;
+}
+
+// A consumer that calls through a pointer of its own has no recorded site: the report gives the
+// object and offset addr2line takes.
+TEST_F(KernelNdkLayer, ACallThroughTheConsumersOwnPointerIsReportedWithItsReturnAddress) {
+  EXPECT_EQ(CheckFailing([&](NDK_ADAPTER* adapter) {
+              const Objects o = CreateQpAndFastRegisterMr(adapter);
+              const NDK_FN_FAST_REGISTER fast_register = o.qp->Dispatch->NdkFastRegister;
+              (void)fast_register(o.qp, nullptr, o.mr, 2, argument_rules::kPages, 4096, 100,
+                                  reinterpret_cast<PVOID>(0x30000), 0);
+            }),
+            "NDK_ARGUMENT");
+  EXPECT_NE(message_.find("FBO 4096 is not below PAGE_SIZE"), std::string::npos) << message_;
+  EXPECT_NE(message_.find(", called from "), std::string::npos) << message_;
+  EXPECT_NE(message_.find("ndksim_tests+0x"), std::string::npos) << message_;
 }
 
 }  // namespace

@@ -638,9 +638,16 @@ void Environment::Impl::Free(void* p, std::optional<ULONG> tag, const Site& at, 
   }
 }
 
-void Environment::Impl::CheckLockOrder(const void* lock, std::span<const PKSPIN_LOCK> held, const Site& at) {
-  for (const void* h : held) {
-    if (h == lock) continue;
+void Environment::Impl::CheckLockOrder(const void* lock, const char* kind, const Site& at) {
+  const Context& c = Current();
+  lock_kinds[lock] = kind;
+  const auto kind_of = [this](const void* l) {
+    const auto it = lock_kinds.find(l);
+    return it != lock_kinds.end() ? it->second : "lock";
+  };
+  // Reports (true) an inversion of `lock` with `h`, held by the context.
+  const auto inverts = [&](const void* h) {
+    if (h == lock) return false;
     // Does `lock` reach `h` along the known order? Then `h` was taken before while a chain of
     // locks back to `lock` was held: the edge into `h` says where.
     std::vector<const void*> stack{lock};
@@ -665,23 +672,41 @@ void Environment::Impl::CheckLockOrder(const void* lock, std::span<const PKSPIN_
     }
     if (where != nullptr) {
       Fail("LOCK_ORDER",
-           fmt::format("spin lock {} acquired while holding spin lock {}, the reverse of an order taken before: {} was "
-                       "acquired while holding {}{}, at {}. Two contexts taking them in the two orders deadlock",
-                       fmt::ptr(lock), fmt::ptr(h), fmt::ptr(h), fmt::ptr(before),
+           fmt::format("{} {} acquired while holding {} {}, the reverse of an order taken before: {} was acquired "
+                       "while holding {} {}{}, at {}. Two contexts taking them in the two orders deadlock",
+                       kind, fmt::ptr(lock), kind_of(h), fmt::ptr(h), fmt::ptr(h), kind_of(before), fmt::ptr(before),
                        before == lock ? "" : fmt::format(" (which was taken after {})", fmt::ptr(lock)), Describe(*where)),
            at);
-      return;
+      return true;
     }
+    return false;
+  };
+  // Every lock the context holds, of any kind.
+  for (const void* h : c.held) {
+    if (inverts(h)) return;
   }
-  for (const void* h : held) {
+  for (const void* h : c.waitable_held) {
+    if (inverts(h)) return;
+  }
+  for (const void* h : c.held) {
+    if (h != lock) lock_order[h].try_emplace(lock, at);
+  }
+  for (const void* h : c.waitable_held) {
     if (h != lock) lock_order[h].try_emplace(lock, at);
   }
 }
 
+void Environment::Impl::WaitableReleased(Context& holder, const void* lock) {
+  auto& held = holder.waitable_held;
+  const auto it = std::find(held.rbegin(), held.rend(), lock);
+  if (it != held.rend()) held.erase(std::next(it).base());
+}
+
 void Environment::Impl::ForgetLocks(std::uintptr_t begin, std::uintptr_t end) {
-  if (lock_order.empty()) return;
+  if (lock_order.empty() && lock_kinds.empty()) return;
   const auto key = [](std::uintptr_t a) { return reinterpret_cast<const void*>(a); };
   lock_order.erase(lock_order.lower_bound(key(begin)), lock_order.lower_bound(key(end)));
+  lock_kinds.erase(lock_kinds.lower_bound(key(begin)), lock_kinds.lower_bound(key(end)));
   for (auto& [from, edges] : lock_order) edges.erase(edges.lower_bound(key(begin)), edges.lower_bound(key(end)));
 }
 

@@ -71,6 +71,9 @@ struct Context {
   Node* machine = nullptr;
   Driver* driver = nullptr;
   std::vector<PKSPIN_LOCK> held;  // spin locks held, in acquisition order
+  // The other locks held, for lock-order verification: fast, guarded and kernel mutexes,
+  // resources and push locks (once per acquisition, recursive ones as often as taken).
+  std::vector<const void*> waitable_held;
   ThreadObject* object = nullptr;  // a system thread's; nullptr for other threads and the DPC context
   // KeEnterCriticalRegion / KeEnterGuardedRegion nesting (Windows' KernelApcDisable and
   // SpecialApcDisable counts); both must be back at zero when the thread or work item ends.
@@ -349,14 +352,23 @@ struct Environment::Impl {
   std::map<PWSK_REGISTRATION, std::unique_ptr<WskRegistrationRecord>> wsk;
   std::vector<OpenAdapter> adapters;
 
-  // ---- lock order (Driver Verifier's deadlock detection), for spin locks ----
+  // ---- lock order (Driver Verifier's deadlock detection), for every kind of lock ----
   // An edge from a lock to one acquired, waiting for it, while the first was held, with where
   // (the first such acquisition). Acquiring a lock that reaches a lock the context holds, along
   // the edges, is an inversion: two contexts taking them in the two orders can deadlock.
   std::map<const void*, std::map<const void*, Site>> lock_order;
-  // Reports `lock` acquired at `at` while `held` are held, if that inverts a known order, and
-  // records the order otherwise.
-  void CheckLockOrder(const void* lock, std::span<const PKSPIN_LOCK> held, const Site& at);
+  std::map<const void*, const char*> lock_kinds;  // "spin lock", "fast mutex", ... by address
+  // Reports `lock` (a `kind`) acquired at `at` by the current context, waiting for it, if that
+  // inverts a known order with a lock the context holds (any kind), and records the order
+  // otherwise.
+  void CheckLockOrder(const void* lock, const char* kind, const Site& at);
+  // The current context has taken (or given back) one acquisition of a lock other than a spin
+  // lock; `holder`: the context that held it, for a release on behalf of another thread.
+  void WaitableAcquired(const void* lock, const char* kind) {
+    lock_kinds[lock] = kind;
+    Current().waitable_held.push_back(lock);
+  }
+  static void WaitableReleased(Context& holder, const void* lock);
   // A lock's memory was freed or initialized again: what was known of the locks in [begin, end)
   // is forgotten (a new lock may take their place).
   void ForgetLocks(std::uintptr_t begin, std::uintptr_t end);

@@ -109,6 +109,7 @@ enum class MutexHold : std::uint8_t {
 };
 
 const char* Check(MutexHold hold) { return hold == MutexHold::kGuarded ? "GUARDED_MUTEX" : "FAST_MUTEX"; }
+const char* KindName(MutexHold hold) { return hold == MutexHold::kGuarded ? "guarded mutex" : "fast mutex"; }
 
 // The IRQL and region rules before an acquisition; false (reported) if the mutex cannot be taken.
 bool MayAcquire(Impl& s, FAST_MUTEX* m, MutexHold hold, const char* service, const Site& at) {
@@ -150,6 +151,7 @@ void AcquireMutex(FAST_MUTEX* m, MutexHold hold, const char* service) {
            at);
     return;
   }
+  s.CheckLockOrder(m, KindName(hold), at);
   Hold(s, m, hold);
   if (m->Count == 1) {
     m->Count = 0;
@@ -160,6 +162,7 @@ void AcquireMutex(FAST_MUTEX* m, MutexHold hold, const char* service) {
     (void)s.Wait(objects, WaitType::kAny, nullptr, at, service);
   }
   m->Owner = &s.Current();
+  s.WaitableAcquired(m, KindName(hold));
 }
 
 bool TryAcquireMutex(FAST_MUTEX* m, MutexHold hold, const char* service) {
@@ -169,6 +172,7 @@ bool TryAcquireMutex(FAST_MUTEX* m, MutexHold hold, const char* service) {
   Hold(s, m, hold);
   m->Count = 0;
   m->Owner = &s.Current();
+  s.WaitableAcquired(m, KindName(hold));  // taken without waiting: it orders nothing, later locks after it
   return true;
 }
 
@@ -191,6 +195,7 @@ void ReleaseMutex(FAST_MUTEX* m, MutexHold hold, const char* service) {
   }
   const auto old = static_cast<KIRQL>(m->OldIrql);
   m->Owner = nullptr;
+  Impl::WaitableReleased(c, m);
   if (m->Count == 0) {
     m->Count = 1;
   } else {
@@ -202,7 +207,14 @@ void ReleaseMutex(FAST_MUTEX* m, MutexHold hold, const char* service) {
   s.PreemptionPoint(s.config.preemption.locks, service);
 }
 
+// A lock made anew (perhaps where another lived) has no order yet.
+template <typename Lock>
+void ForgetOrder(Impl& s, const Lock* lock) {
+  s.ForgetLocks(reinterpret_cast<std::uintptr_t>(lock), reinterpret_cast<std::uintptr_t>(lock) + sizeof(Lock));
+}
+
 void InitializeMutex(FAST_MUTEX* m) {
+  ForgetOrder(CurrentEnvironment(), m);
   m->Count = 1;
   m->Owner = nullptr;
   m->Contention = 0;
@@ -286,10 +298,13 @@ void Pulse(Impl& s, RwLock& l) {
 // The caller has passed its preemption point: `l` stays this lock's while it is used here.
 bool AcquireRw(Impl& s, const void* lock, RwLock& l, Want want, bool wait, const char* service, const Site& at) {
   Context* me = &s.Current();
+  const char* const kind = l.kind == RwLock::Kind::kResource ? "resource" : "push lock";
+  if (wait) s.CheckLockOrder(lock, kind, at);  // a try orders nothing
   for (;;) {
     bool deadlock = false;
     if (Grantable(s, lock, l, me, want, service, at, &deadlock)) {
       Grant(l, me, want);
+      s.WaitableAcquired(lock, kind);
       return true;
     }
     if (deadlock || !wait) return false;
@@ -321,6 +336,7 @@ bool ReleaseRw(Impl& s, const void* lock, RwLock& l, Context* holder, const char
            at);
     return false;
   }
+  Impl::WaitableReleased(*holder, lock);
   Pulse(s, l);
   // A free push lock nobody waits for is a zeroed one: its state goes, so the table holds only
   // locks in use (push locks have no delete, and their memory is reused). Before the preemption
@@ -471,6 +487,7 @@ VOID KeInitializeMutex(PRKMUTEX Mutex, ULONG Level) {
   (void)Level;
   Impl& s = CurrentEnvironment();
   s.CheckNotWaitedOn(Mutex, sizeof(*Mutex), "KeInitializeMutex", s.TakeSite());
+  ForgetOrder(s, Mutex);
   ndksim::kernel::Dispatcher::InitializeMutant(*reinterpret_cast<MutantObject*>(Mutex));
 }
 
@@ -488,6 +505,7 @@ LONG KeReleaseMutex(PRKMUTEX Mutex, BOOLEAN Wait) {
     return mutant.header.signal_state;
   }
   const LONG previous = s.dispatcher.ReleaseMutant(mutant);
+  Impl::WaitableReleased(s.Current(), Mutex);
   s.PreemptionPoint(s.config.preemption.locks, "KeReleaseMutex");
   return previous;
 }
@@ -571,6 +589,7 @@ NTSTATUS ExInitializeResourceLite(PERESOURCE Resource) {
   }
   *Resource = ERESOURCE{};
   s.rw_locks[Resource] = MakeRwLock(RwLock::Kind::kResource);
+  ForgetOrder(s, Resource);
   return STATUS_SUCCESS;
 }
 
@@ -579,6 +598,7 @@ NTSTATUS ExReinitializeResourceLite(PERESOURCE Resource) {
   RwLock* l = ResourceState(s, Resource, "ExReinitializeResourceLite", s.TakeSite());
   if (l == nullptr) return STATUS_INVALID_PARAMETER;
   *l = MakeRwLock(RwLock::Kind::kResource);
+  ForgetOrder(s, Resource);
   return STATUS_SUCCESS;
 }
 
@@ -704,6 +724,7 @@ VOID ExInitializePushLock(PEX_PUSH_LOCK PushLock) {
   Impl& s = CurrentEnvironment();
   PushLock->Value = 0;
   s.rw_locks[PushLock] = MakeRwLock(RwLock::Kind::kPushLock);
+  ForgetOrder(s, PushLock);
 }
 VOID ExAcquirePushLockExclusiveEx(PEX_PUSH_LOCK PushLock, ULONG Flags) {
   (void)Flags;

@@ -3,6 +3,9 @@
 // routed through it, and the checks both make possible (ndk_interposer.h).
 #include "ndk_interposer.h"
 
+#include <dlfcn.h>
+
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -42,9 +45,21 @@ template <> constexpr NDK_OBJECT_TYPE kTypeOf<NDK_SHARED_ENDPOINT> = NdkObjectTy
 
 // A check of the layer failed. Thunks run inside the provider's frames, so the failure is only
 // recorded here; it is thrown where the consumer's call returns, or when the callback's DPC ends.
-void Violation(Impl& s, const char* check, const std::string& what) {
+void Violation(Impl& s, const char* check, const std::string& what, const Site& at = Site{}) {
   if (s.failed || s.pending_failure) return;
-  s.pending_failure = s.MakeError(check, what, Site{});
+  s.pending_failure = s.MakeError(check, what, at);
+}
+
+// Where a consumer's NDK call came from when the headers' macros did not record it (a call through
+// a pointer of its own): the code's object and offset, as `addr2line -e <object> <offset>` takes them.
+std::string CalledFrom(const Site& at, const void* return_address) {
+  if (at.file != nullptr) return {};
+  Dl_info info{};
+  if (dladdr(return_address, &info) == 0 || info.dli_fname == nullptr) {
+    return fmt::format(", called from {}", return_address);
+  }
+  const auto offset = reinterpret_cast<std::uintptr_t>(return_address) - reinterpret_cast<std::uintptr_t>(info.dli_fbase);
+  return fmt::format(", called from {}+{:#x}", info.dli_fname, offset);
 }
 
 // After a provider entry returns to a kernel thread: a violation found meanwhile fails it there.
@@ -299,6 +314,147 @@ void RouteAll(Impl& s, NdkObjectRecord& object, const char* service, Routing& r,
   (Route<Sh, I>(s, object, service, r, args), ...);
 }
 
+// ---- NDK's argument rules (ref §1.4, §3.1-§3.8) -------------------------------------------------
+// The consumer's side of each call, checked before the provider sees it. The provider still gets
+// the call and returns its status; the breach is reported as well, with the call site, as a
+// verifier names the rule a driver broke rather than leaving a bare STATUS_INVALID_PARAMETER.
+
+template <auto A, auto B>
+constexpr bool kIs = false;
+template <auto A>
+constexpr bool kIs<A, A> = true;
+
+constexpr ULONG kCommonFlags = NDK_OP_FLAG_SILENT_SUCCESS | NDK_OP_FLAG_READ_FENCE | NDK_OP_FLAG_DEFER;
+constexpr ULONG kSendFlags = kCommonFlags | NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT | NDK_OP_FLAG_INLINE;
+constexpr ULONG kWriteFlags = kCommonFlags | NDK_OP_FLAG_INLINE;  // INLINE on a write: ref §6 item 3
+constexpr ULONG kReadFlags = kCommonFlags | NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE;
+constexpr ULONG kBindFlags = kCommonFlags | NDK_OP_FLAG_ALLOW_REMOTE_READ | NDK_OP_FLAG_ALLOW_REMOTE_WRITE;
+constexpr ULONG kFastRegisterFlags = kCommonFlags | NDK_OP_FLAG_ALLOW_REMOTE_READ | NDK_OP_FLAG_ALLOW_LOCAL_WRITE |
+                                     NDK_OP_FLAG_ALLOW_REMOTE_WRITE | NDK_OP_FLAG_RDMA_READ_SINK;
+constexpr std::uint64_t kPage = PAGE_SIZE;
+
+std::string FlagsBreach(ULONG flags, ULONG accepted) {
+  if ((flags & ~accepted) == 0) return {};
+  return fmt::format("Flags {:#x} has bits {:#x} that this call does not accept (ref §1.4)", flags, flags & ~accepted);
+}
+
+// A scatter/gather list of `count` entries against the limit its queue was created with (0: no
+// limit the layer knows). `inline_flag`: the data is copied at the post, so the count may exceed
+// the limit and the total must fit the QP's inline size instead.
+std::string SglBreach(const NDK_SGE* sgl, ULONG count, std::uint32_t limit, const char* limit_name,
+                      bool inline_flag = false, std::uint32_t inline_bytes = 0) {
+  if (sgl == nullptr && count > 0) return fmt::format("pSgl is NULL with nSge {}", count);
+  if (inline_flag) {
+    std::uint64_t total = 0;
+    for (ULONG i = 0; i < count; ++i) total += sgl[i].Length;
+    if (total > inline_bytes) {
+      return fmt::format("an INLINE request of {} bytes exceeds the QP's InlineDataSize of {} (ref §1.4)", total,
+                         inline_bytes);
+    }
+    return {};
+  }
+  if (limit != 0 && count > limit) {
+    return fmt::format("nSge {} exceeds the {} of {} the queue was created with (ref §3.5, §3.16)", count, limit_name,
+                       limit);
+  }
+  return {};
+}
+
+std::string FastRegisterBreach(NDK_MR* mr, ULONG page_count, const NDK_LOGICAL_ADDRESS* pages, ULONG fbo,
+                               SIZE_T length, PVOID base, ULONG flags) {
+  if (std::string b = FlagsBreach(flags, kFastRegisterFlags); !b.empty()) return b;
+  if (mr == nullptr) return "pMr is NULL";
+  const NdkObjectRecord* record = RecordOf(&mr->Header);
+  if (record != nullptr && record->fast_register_pages == 0) {
+    return "the MR was not initialized by NdkInitializeFastRegisterMr (ref §3.7, §3.15)";
+  }
+  if (pages == nullptr || page_count == 0) return fmt::format("AdapterPageCount {} with AdapterPageArray {}", page_count, fmt::ptr(pages));
+  if (record != nullptr && page_count > record->fast_register_pages) {
+    return fmt::format("AdapterPageCount {} exceeds the {} pages NdkInitializeFastRegisterMr gave the MR (ref §3.7)",
+                       page_count, record->fast_register_pages);
+  }
+  for (ULONG i = 0; i < page_count; ++i) {
+    const auto page = static_cast<std::uint64_t>(pages[i].QuadPart);
+    if (page == 0 || page % kPage != 0) {
+      return fmt::format("AdapterPageArray[{}] is {:#x}, not a PAGE_SIZE-aligned logical address (ref §3.7)", i, page);
+    }
+  }
+  if (fbo >= kPage) {
+    return fmt::format("FBO {} is not below PAGE_SIZE ({}): it is the first byte's offset in the first page (ref §3.7)",
+                       fbo, kPage);
+  }
+  if (length > page_count * kPage - fbo) {
+    return fmt::format("Length {} exceeds AdapterPageCount * PAGE_SIZE - FBO = {} (ref §3.7)", length,
+                       page_count * kPage - fbo);
+  }
+  const auto address = reinterpret_cast<std::uintptr_t>(base);
+  if (address % kPage != fbo) {
+    return fmt::format("BaseVirtualAddress {:#x} is not FBO + n * PAGE_SIZE: its offset in a page is {}, FBO is {} "
+                       "(ref §3.7)", address, address % kPage, fbo);
+  }
+  return {};
+}
+
+// The rule the call `Slot` with these arguments breaks, or "" (also for the calls without rules
+// here). `object` is the record of the object the call is on.
+template <auto Slot, typename... A>
+std::string ArgumentBreach(const NdkObjectRecord& object, const A&... a) {
+  const auto args = std::tie(a...);
+  if constexpr (kIs<Slot, &NDK_QP_DISPATCH::NdkSend> || kIs<Slot, &NDK_QP_DISPATCH::NdkSendAndInvalidate>) {
+    const ULONG flags = std::get<4>(args);  // SendAndInvalidate: the token follows it
+    if (std::string b = FlagsBreach(flags, kSendFlags); !b.empty()) return b;
+    return SglBreach(std::get<2>(args), std::get<3>(args), object.max_initiator_sge, "MaxInitiatorRequestSge",
+                     (flags & NDK_OP_FLAG_INLINE) != 0, object.inline_bytes);
+  } else if constexpr (kIs<Slot, &NDK_QP_DISPATCH::NdkWrite>) {
+    const ULONG flags = std::get<6>(args);
+    if (std::string b = FlagsBreach(flags, kWriteFlags); !b.empty()) return b;
+    return SglBreach(std::get<2>(args), std::get<3>(args), object.max_initiator_sge, "MaxInitiatorRequestSge",
+                     (flags & NDK_OP_FLAG_INLINE) != 0, object.inline_bytes);
+  } else if constexpr (kIs<Slot, &NDK_QP_DISPATCH::NdkRead>) {
+    // A read's limit is the adapter's MaxReadRequestSge, which the provider checks.
+    if (std::string b = FlagsBreach(std::get<6>(args), kReadFlags); !b.empty()) return b;
+    return SglBreach(std::get<2>(args), std::get<3>(args), 0, "");
+  } else if constexpr (kIs<Slot, &NDK_QP_DISPATCH::NdkReceive> || kIs<Slot, &NDK_SRQ_DISPATCH::NdkSrqReceive>) {
+    return SglBreach(std::get<2>(args), std::get<3>(args), object.max_receive_sge, "MaxReceiveRequestSge");
+  } else if constexpr (kIs<Slot, &NDK_QP_DISPATCH::NdkBind>) {
+    const ULONG flags = std::get<6>(args);
+    if (std::string b = FlagsBreach(flags, kBindFlags); !b.empty()) return b;
+    if ((flags & NDK_OP_FLAG_ALLOW_REMOTE_WRITE) == NDK_OP_FLAG_ALLOW_LOCAL_WRITE) {
+      return "Flags has ALLOW_LOCAL_WRITE without ALLOW_REMOTE_WRITE: local write is a fast-register right (ref §1.4)";
+    }
+    if (std::get<2>(args) == nullptr || std::get<3>(args) == nullptr) return "pMr or pMw is NULL";
+    return {};
+  } else if constexpr (kIs<Slot, &NDK_QP_DISPATCH::NdkInvalidate>) {
+    if (std::string b = FlagsBreach(std::get<3>(args), kCommonFlags); !b.empty()) return b;
+    return std::get<2>(args) == nullptr ? "pNdkMrOrMw is NULL" : "";
+  } else if constexpr (kIs<Slot, &NDK_QP_DISPATCH::NdkFastRegister>) {
+    return FastRegisterBreach(std::get<2>(args), std::get<3>(args), std::get<4>(args), std::get<5>(args),
+                              std::get<6>(args), std::get<7>(args), std::get<8>(args));
+  } else if constexpr (kIs<Slot, &NDK_MR_DISPATCH::NdkInitializeFastRegisterMr>) {
+    return std::get<1>(args) == 0 ? "AdapterPageCount is 0" : "";
+  } else {
+    return {};
+  }
+}
+
+// What a create or an initialization tells the layer for the argument rules of later calls.
+template <auto Slot, typename... A>
+void NoteLimits(NdkObjectRecord* created, NdkObjectRecord& object, const A&... a) {
+  const auto args = std::tie(a...);
+  if constexpr (kIs<Slot, &NDK_PD_DISPATCH::NdkCreateQp>) {
+    created->max_receive_sge = std::get<6>(args);
+    created->max_initiator_sge = std::get<7>(args);
+    created->inline_bytes = std::get<8>(args);
+  } else if constexpr (kIs<Slot, &NDK_PD_DISPATCH::NdkCreateQpWithSrq>) {
+    created->max_initiator_sge = std::get<6>(args);
+    created->inline_bytes = std::get<7>(args);
+  } else if constexpr (kIs<Slot, &NDK_PD_DISPATCH::NdkCreateSrq>) {
+    created->max_receive_sge = std::get<2>(args);
+  } else if constexpr (kIs<Slot, &NDK_MR_DISPATCH::NdkInitializeFastRegisterMr>) {
+    object.fast_register_pages = std::get<1>(args);
+  }
+}
+
 template <auto Slot>
 struct Entry;
 
@@ -312,6 +468,9 @@ struct Entry<Slot> {
 
   static R Call(A... args) {
     Impl& s = CurrentEnvironment();
+    // The site the headers' macros recorded for this call (wskndk.h), or where it returns to.
+    const Site at = s.TakeSite();
+    const void* const from = __builtin_return_address(0);
     s.PreemptionPoint(s.config.preemption.ndk_calls, name);
     auto* header = reinterpret_cast<NDK_OBJECT_HEADER*>(std::get<0>(std::tie(args...)));
     NdkObjectRecord* found = RecordOf(header);
@@ -319,8 +478,11 @@ struct Entry<Slot> {
                  "NdkReserved.rf[{}] was overwritten?)", name, kRecordSlot);
     NdkObjectRecord& object = *found;
     if (object.state != NdkObjectRecord::State::kLive || IsClosed(object)) {
-      Violation(s, "NDK_CLOSED", fmt::format("{} on a {} that is {} (no call may follow the start of its close)", name,
-                                             TypeName(object.type), IsClosed(object) ? "closed" : StateName(object.state)));
+      Violation(s, "NDK_CLOSED",
+                fmt::format("{} on a {} that is {} (no call may follow the start of its close){}", name,
+                            TypeName(object.type), IsClosed(object) ? "closed" : StateName(object.state),
+                            CalledFrom(at, from)),
+                at);
       // The provider is not called: the object may be gone. On a callback's stack the failure
       // is thrown once the callback returns.
       if (s.scheduler.InThread()) s.ThrowPendingFailure();
@@ -347,7 +509,9 @@ struct Entry<Slot> {
         (provider.*Slot)(args...);
         AfterCall(s);
       } else {
+        const std::string breach = ArgumentBreach<Slot>(object, args...);
         R result = (provider.*Slot)(args...);
+        if constexpr (std::is_same_v<R, NTSTATUS>) Report(s, breach, result, at, from);
         AfterCall(s);
         return result;
       }
@@ -360,8 +524,11 @@ struct Entry<Slot> {
         r.created = &s.ndk.NewObject(object.adapter, kTypeOf<Made>);
       }
       if constexpr (Sh::kCloses) object.state = NdkObjectRecord::State::kClosing;
+      const std::string breach = ArgumentBreach<Slot>(object, args...);
+      NoteLimits<Slot>(r.created, object, args...);
       RouteAll<Sh>(s, object, name, r, routed, std::index_sequence_for<A...>{});
       const NTSTATUS status = std::apply(provider.*Slot, routed);
+      Report(s, breach, status, at, from);
       if constexpr (Sh::kCreates) {
         // Created inline: the object is in the out-parameter (ref §4.1: never when pending).
         if (status != STATUS_PENDING && r.created->state == NdkObjectRecord::State::kCreating) {
@@ -389,6 +556,15 @@ struct Entry<Slot> {
       AfterCall(s);
       return status;
     }
+  }
+
+  // A breach of an argument rule, reported once the provider has given its status.
+  static void Report(Impl& s, const std::string& breach, NTSTATUS status, const Site& at, const void* from) {
+    if (breach.empty()) return;
+    Violation(s, "NDK_ARGUMENT",
+              fmt::format("{}: {}; the provider returned {:#010x}{}", name, breach, static_cast<std::uint32_t>(status),
+                          CalledFrom(at, from)),
+              at);
   }
 };
 

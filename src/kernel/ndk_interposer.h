@@ -7,7 +7,9 @@
 //   - a call that returned STATUS_PENDING gets exactly one completion callback, any other none;
 //   - an object's close completes only once its callbacks (CQ notifications, connect and
 //     disconnect events, request completions) have returned, and none comes after it.
-// and the consumer's: no call on an object after its close started.
+// and the consumer's: no call on an object after its close started, and NDK's argument rules
+// (ref §1.4, §3): flags a call accepts, SGE counts within what the QP was created for, the
+// fast-register page, offset and address rules. A breach is reported with the call site.
 //
 // The layer keeps its record of an object in NdkReserved.rf[3] of the object's header, which the
 // provider zeroes and never touches (ref §2.1); records live as long as the environment, so a
@@ -48,6 +50,13 @@ struct NdkObjectRecord {
   // was given knows which.
   void* disconnect_callback = nullptr;
   void* disconnect_context = nullptr;
+  // What the consumer asked for at its creation, for the argument rules of later calls: a QP's
+  // (or SRQ's) SGE limits and inline size; a fast-register MR's page count at its
+  // NdkInitializeFastRegisterMr (0: not initialized).
+  std::uint32_t max_initiator_sge = 0;
+  std::uint32_t max_receive_sge = 0;
+  std::uint32_t inline_bytes = 0;
+  std::uint32_t fast_register_pages = 0;
 };
 
 // One call the consumer gave a completion callback (create, request or close).

@@ -37,7 +37,7 @@ ULONG_PTR Holder(Impl& s) { return reinterpret_cast<ULONG_PTR>(&s.Current()); }
 // `waits`: the caller would spin for the lock (a try does not, so it orders no locks).
 void Acquire(Impl& s, PKSPIN_LOCK lock, const Site& at, const char* service, bool waits = true) {
   Context& c = s.Current();
-  if (waits) s.CheckLockOrder(lock, c.held, at);
+  if (waits) s.CheckLockOrder(lock, "spin lock", at);
   if (*lock != 0) {
     const bool mine = *lock == Holder(s);
     s.Fail("SPIN_LOCK",
@@ -68,6 +68,34 @@ void Release(Impl& s, PKSPIN_LOCK lock, const Site& at, const char* service) {
   }
   c.held.erase(it);
   *lock = 0;
+}
+
+// A kernel mutex (KMUTEX) is a lock to Driver Verifier's deadlock detection like any other: a wait
+// that may block for one the thread does not own yet is an acquisition, ordered against every
+// lock the thread holds. A wait with a zero timeout is a try, and orders nothing.
+bool Unowned(Impl& s, const DispatcherObject* o) {
+  return o != nullptr && o->kind == DispatcherObject::Kind::kMutant &&
+         reinterpret_cast<const ndksim::kernel::MutantObject*>(o)->owner != &s.Current();
+}
+
+void OrderMutexes(Impl& s, std::span<DispatcherObject* const> objects, const LARGE_INTEGER* timeout, const Site& at) {
+  if (timeout != nullptr && timeout->QuadPart == 0) return;
+  for (const DispatcherObject* o : objects) {
+    if (Unowned(s, o)) s.CheckLockOrder(o, "kernel mutex", at);
+  }
+}
+
+// After the wait: the mutexes it acquired (all of them for a wait-all, the one its status names
+// for a wait-any) are held, once more each.
+void HoldMutexes(Impl& s, std::span<DispatcherObject* const> objects, WaitType type, NTSTATUS status) {
+  const auto index = static_cast<std::size_t>(status >= STATUS_ABANDONED_WAIT_0 ? status - STATUS_ABANDONED_WAIT_0
+                                                                               : status - STATUS_WAIT_0);
+  if (index >= objects.size()) return;  // a timeout, an alert, a failure
+  for (std::size_t i = 0; i < objects.size(); ++i) {
+    if ((type == WaitType::kAll || i == index) && objects[i]->kind == DispatcherObject::Kind::kMutant) {
+      s.WaitableAcquired(objects[i], "kernel mutex");
+    }
+  }
 }
 
 // The required POOL_FLAGS (the low 32 bits) this pool satisfies. Session pool (POOL_FLAG_SESSION)
@@ -461,7 +489,10 @@ NTSTATUS KeWaitForSingleObject(PVOID Object, KWAIT_REASON WaitReason, KPROCESSOR
   const Site at = s.TakeSite();
   s.PreemptionPoint(s.config.preemption.events, "KeWaitForSingleObject");
   DispatcherObject* const objects[] = {static_cast<DispatcherObject*>(Object)};
-  return s.Wait(objects, WaitType::kAny, Timeout, at, "KeWaitForSingleObject");
+  OrderMutexes(s, objects, Timeout, at);
+  const NTSTATUS status = s.Wait(objects, WaitType::kAny, Timeout, at, "KeWaitForSingleObject");
+  HoldMutexes(s, objects, WaitType::kAny, status);
+  return status;
 }
 
 NTSTATUS KeWaitForMultipleObjects(ULONG Count, PVOID Object[], WAIT_TYPE WaitType, KWAIT_REASON WaitReason,
@@ -483,8 +514,12 @@ NTSTATUS KeWaitForMultipleObjects(ULONG Count, PVOID Object[], WAIT_TYPE WaitTyp
   s.PreemptionPoint(s.config.preemption.events, "KeWaitForMultipleObjects");
   std::array<DispatcherObject*, MAXIMUM_WAIT_OBJECTS> objects{};
   for (ULONG i = 0; i < Count; ++i) objects[i] = static_cast<DispatcherObject*>(Object[i]);
-  return s.Wait(std::span<DispatcherObject* const>(objects.data(), Count),
-                WaitType == WaitAll ? WaitType::kAll : WaitType::kAny, Timeout, at, "KeWaitForMultipleObjects");
+  const std::span<DispatcherObject* const> waited(objects.data(), Count);
+  const auto type = WaitType == WaitAll ? WaitType::kAll : WaitType::kAny;
+  OrderMutexes(s, waited, Timeout, at);
+  const NTSTATUS status = s.Wait(waited, type, Timeout, at, "KeWaitForMultipleObjects");
+  HoldMutexes(s, waited, type, status);
+  return status;
 }
 
 NTSTATUS KeDelayExecutionThread(KPROCESSOR_MODE WaitMode, BOOLEAN Alertable, PLARGE_INTEGER Interval) {

@@ -405,3 +405,84 @@ VOID ViolationPushLockRecursive(VOID) {
     ExAcquirePushLockExclusive(&lock);
     ExAcquirePushLockExclusive(&lock); /* the violation: not recursive */
 }
+
+/* ---- lock order across kinds (Driver Verifier's deadlock detection) ---- */
+
+static VOID MutexThenResource(VOID) {
+    ExAcquireFastMutex(&g_mutex);
+    KeEnterCriticalRegion();
+    ExAcquireResourceExclusiveLite(&g_resource, TRUE);
+    ExReleaseResourceLite(&g_resource);
+    KeLeaveCriticalRegion();
+    ExReleaseFastMutex(&g_mutex);
+}
+
+/* A reader takes the resource shared, then the mutex: the reverse of MutexThenResource's order.
+ * Each is fine alone; a thread in each deadlocks. */
+static VOID ResourceThenMutex(VOID) {
+    KeEnterCriticalRegion();
+    ExAcquireResourceSharedLite(&g_resource, TRUE);
+    ExAcquireFastMutex(&g_mutex); /* the violation */
+    ExReleaseFastMutex(&g_mutex);
+    ExReleaseResourceLite(&g_resource);
+    KeLeaveCriticalRegion();
+}
+
+VOID ViolationMutexAndResourceInBothOrders(VOID) {
+    ExInitializeFastMutex(&g_mutex);
+    ExInitializeResourceLite(&g_resource);
+    MutexThenResource();
+    ResourceThenMutex();
+}
+
+static VOID KernelMutexThenPushLock(VOID) {
+    (void)KeWaitForSingleObject(&g_kmutex, Executive, KernelMode, FALSE, NULL);
+    KeEnterCriticalRegion();
+    ExAcquirePushLockExclusive(&g_push_lock);
+    ExReleasePushLockExclusive(&g_push_lock);
+    KeLeaveCriticalRegion();
+    (void)KeReleaseMutex(&g_kmutex, FALSE);
+}
+
+VOID ViolationKernelMutexAndPushLockInBothOrders(VOID) {
+    KeInitializeMutex(&g_kmutex, 0);
+    ExInitializePushLock(&g_push_lock);
+    KernelMutexThenPushLock();
+    KeEnterCriticalRegion();
+    ExAcquirePushLockShared(&g_push_lock);
+    (void)KeWaitForSingleObject(&g_kmutex, Executive, KernelMode, FALSE, NULL); /* the violation */
+    (void)KeReleaseMutex(&g_kmutex, FALSE);
+    ExReleasePushLockShared(&g_push_lock);
+    KeLeaveCriticalRegion();
+}
+
+/* No inversion: the same order again; the reverse order taken with a try (which cannot wait, so
+ * cannot deadlock) or with a zero-timeout wait; and the reverse order on locks initialized again. */
+VOID ScenarioWaitableLockOrderKeptTriedOrRenewed(VOID) {
+    LARGE_INTEGER now;
+    ExInitializeFastMutex(&g_mutex);
+    ExInitializeResourceLite(&g_resource);
+    KeInitializeMutex(&g_kmutex, 0);
+    ExInitializePushLock(&g_push_lock);
+    MutexThenResource();
+    MutexThenResource();
+    KeEnterCriticalRegion();
+    ExAcquireResourceSharedLite(&g_resource, TRUE);
+    if (ExTryToAcquireFastMutex(&g_mutex)) ExReleaseFastMutex(&g_mutex);
+    ExReleaseResourceLite(&g_resource);
+    KeLeaveCriticalRegion();
+    KernelMutexThenPushLock();
+    now.QuadPart = 0;
+    KeEnterCriticalRegion();
+    ExAcquirePushLockShared(&g_push_lock);
+    if (KeWaitForSingleObject(&g_kmutex, Executive, KernelMode, FALSE, &now) == STATUS_SUCCESS) {
+        (void)KeReleaseMutex(&g_kmutex, FALSE);
+    }
+    ExReleasePushLockShared(&g_push_lock);
+    KeLeaveCriticalRegion();
+    (void)ExDeleteResourceLite(&g_resource);
+    ExInitializeFastMutex(&g_mutex);
+    ExInitializeResourceLite(&g_resource);
+    ResourceThenMutex();
+    (void)ExDeleteResourceLite(&g_resource);
+}

@@ -64,6 +64,10 @@ void ViolationResourceOutsideCriticalRegion(void);
 void ViolationResourceDeletedWhileHeld(void);
 void ViolationResourceSharedThenExclusive(void);
 void ViolationPushLockRecursive(void);
+/* A fast mutex and a resource, then a kernel mutex and a push lock, taken in both orders. */
+void ViolationMutexAndResourceInBothOrders(void);
+void ViolationKernelMutexAndPushLockInBothOrders(void);
+void ScenarioWaitableLockOrderKeptTriedOrRenewed(void);
 int32_t LookasideLeakDriverEntry(struct _DRIVER_OBJECT *driver, struct _UNICODE_STRING *registry_path);
 
 #ifdef __cplusplus
