@@ -254,8 +254,9 @@ TEST(IndexTable, FindsOnlyWhatWasStoredAndRangeIsChecked) {
   table.Slot(5).store(&x);
   ASSERT_NE(table.Find(5), nullptr);
   EXPECT_EQ(table.Find(5)->load(), &x);
-  ASSERT_NE(table.Find(6), nullptr);  // same chunk: an empty slot
-  EXPECT_EQ(table.Find(6)->load(), nullptr);
+  ASSERT_NE(table.Find(4), nullptr);  // below a stored index: an empty slot
+  EXPECT_EQ(table.Find(4)->load(), nullptr);
+  EXPECT_EQ(table.Find(6), nullptr);  // past every stored index of its chunk: not there yet
   EXPECT_EQ(table.Find(1u << 20), nullptr);  // another chunk, never created
   EXPECT_EQ(table.Find(1u << 24), nullptr);  // out of range
 }

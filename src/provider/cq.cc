@@ -168,7 +168,7 @@ NTSTATUS Cq::Resize(ULONG depth) {
   const std::uint32_t queued = QueuedEntries();
   if (queued > depth) return STATUS_BUFFER_OVERFLOW;  // NDSPI analogue: CQ left unchanged
   const auto entry_count = std::bit_ceil(std::max<std::uint32_t>(depth, 2));
-  auto entries = std::make_unique<hw::Cqe[]>(entry_count);
+  CqeArray entries(entry_count);
   // The consumer index runs on across the resize: slot j is next written for the first index
   // i >= poll_index_ with i % entry_count == j, so it starts as "not yet written" for that pass.
   for (std::uint32_t k = 0; k < entry_count; ++k) {
@@ -190,6 +190,7 @@ NTSTATUS Cq::Resize(ULONG depth) {
     to.opcode = from.opcode;
     to.syndrome = from.syndrome;
     to.flags = from.flags;
+    to.srqn = from.srqn;
     to.owner.store(hw::OwnerParity(i, entry_count), std::memory_order_relaxed);
   }
   const hw::CompletionQueueMemory memory{entries.get(), entry_count, &consumer_index_};
@@ -284,7 +285,7 @@ Cq::Cq(Adapter& adapter, std::uint32_t depth, std::uint32_t entry_count,
       notify_context_(notify_context),
       depth_(depth),
       entry_count_(entry_count),
-      entries_(std::make_unique<hw::Cqe[]>(entry_count)) {
+      entries_(entry_count) {
   InitNdk(handle_.ndk, adapter.Version(), NdkObjectTypeCq, &kCqDispatch);
   handle_.owner = this;
   if (hw::HostCpu& cpu = GetDriver().Host().Cpu(); cpu.Enabled()) host_cpu_ = &cpu;

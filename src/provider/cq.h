@@ -6,7 +6,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <new>
+#include <type_traits>
 
+#include "common/block_recycler.h"
 #include "hwmodel/host_interface.h"
 #include "hwmodel/device.h"
 #include "hwmodel/host_cpu.h"
@@ -54,7 +57,22 @@ class Cq final : public Object {
   void* notify_context_;
   std::uint32_t depth_;               // what the consumer asked for (moderation counts above it)
   std::uint32_t entry_count_;         // a power of two; changes only by Resize
-  std::unique_ptr<hw::Cqe[]> entries_;
+  // The CQE ring's memory, from the block recycler (common/block_recycler.h): only each entry's
+  // owner byte is initialized; the NIC writes every other field before it hands an entry over.
+  class CqeArray {
+   public:
+    CqeArray() = default;
+    explicit CqeArray(std::uint32_t count) : storage_(std::size_t{count} * sizeof(hw::Cqe)) {
+      for (std::uint32_t i = 0; i < count; ++i) new (&get()[i].owner) std::atomic<std::uint8_t>(0);
+    }
+    hw::Cqe* get() const { return std::launder(reinterpret_cast<hw::Cqe*>(storage_.get())); }
+    hw::Cqe& operator[](std::size_t i) const { return get()[i]; }
+
+   private:
+    RecycledArray<std::byte> storage_;
+  };
+  static_assert(std::is_trivially_destructible_v<hw::Cqe>);
+  CqeArray entries_;
   hw::CqNumber number_;
   bool created_ = false;
   bool in_callback_ = false;  // the notification callback is running (engine thread)

@@ -873,6 +873,19 @@ TEST_F(QueuesSrq, ASendConsumesAnSrqReceiveAndTheResultNamesTheArrivingQp) {
   EXPECT_THAT(r[0], HasBytesTransferred(24));
 }
 
+// A resize moves the unread CQEs to the new ring whole: an SRQ receive's names its SRQ, without
+// which its request context was lost (the SRQ field was not moved).
+TEST_F(QueuesSrq, AnSrqReceivesCompletionQueuedAcrossAResizeKeepsItsRequestContext) {
+  PostSrq(2);
+  SendFromA(1, 0, 24);
+  pair().fabric().RunUntilIdle();
+  ASSERT_EQ(b().receive_cq->Dispatch->NdkResizeCq(b().receive_cq, 64, nullptr, nullptr), STATUS_SUCCESS);
+  const auto r = pair().Drain(b().receive_cq);
+  ASSERT_THAT(r, SizeIs(1));
+  EXPECT_THAT(r[0], HasRequestContext(Ctx(200)));
+  EXPECT_THAT(r[0], HasBytesTransferred(24));
+}
+
 TEST_F(QueuesSrq, QpsSharingAnSrqTakeItsReceivesInPostingOrder) {
   const auto extra = pair().AddConnectedQps();
   PostSrq(2);

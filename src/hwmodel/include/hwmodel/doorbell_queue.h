@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -45,14 +46,15 @@ namespace ndksim::hw {
 template <typename T>
 class MpscQueue {  // NOLINT(clang-analyzer-optin.performance.Padding): indices on their own cache lines
   static_assert(std::is_trivially_copyable_v<T>, "doorbell records are plain values");
-  static_assert(std::is_default_constructible_v<T>, "cells are default-constructed up front");
+  static_assert(std::is_trivially_destructible_v<T>, "cells are given back without destruction");
   static_assert(std::atomic<uint64_t>::is_always_lock_free, "the queue must be lock-free");
 
  public:
   explicit MpscQueue(uint32_t capacity)
       : capacity_(CheckedCapacity(capacity)),
         mask_(capacity - 1),
-        cells_(std::make_unique<Cell[]>(capacity)),
+        storage_(std::size_t{capacity} * sizeof(Cell)),
+        cells_(std::launder(reinterpret_cast<Cell*>(storage_.get()))),
         enqueue_pos_(0),
         head_bound_(0),
         head_(0),
@@ -60,7 +62,11 @@ class MpscQueue {  // NOLINT(clang-analyzer-optin.performance.Padding): indices 
     // Cell i first holds the item for position i when its sequence is i + 1; start it at i.
     // release: has no partner of its own; whatever hands the queue to other threads (thread
     // start, a mutex) orders these initial sequences before their first TryPush/TryPop.
+    // Only the sequence is made: a cell's value is written before it is read. The storage comes
+    // from the block recycler, so a process that makes NIC after NIC neither faults it in nor
+    // clears it each time.
     for (uint32_t i = 0; i < capacity; ++i) {
+      new (&cells_[i].sequence) std::atomic<uint64_t>(0);
       cells_[i].sequence.store(i, std::memory_order_release);
     }
   }
@@ -139,10 +145,11 @@ class MpscQueue {  // NOLINT(clang-analyzer-optin.performance.Padding): indices 
   // cells to a line, the next write would find the line on the engine's core and wait for it.
   // One to a line, the producer finds the line where the engine left it a lap earlier.
   struct alignas(kCacheLineBytes) Cell {
-    std::atomic<uint64_t> sequence{0};
-    T value{};
+    std::atomic<uint64_t> sequence;
+    T value;
   };
   static_assert(sizeof(Cell) == kCacheLineBytes, "a doorbell record and its sequence fit one line");
+  static_assert(std::is_trivially_destructible_v<Cell>, "cells are given back without destruction");
 
   static uint32_t CheckedCapacity(uint32_t capacity) {
     // One cell cannot work: "holds the item for pos" (pos + 1) would equal "free for pos + 1".
@@ -165,7 +172,8 @@ class MpscQueue {  // NOLINT(clang-analyzer-optin.performance.Padding): indices 
 
   const uint32_t capacity_;
   const uint32_t mask_;
-  const std::unique_ptr<Cell[]> cells_;
+  const RecycledArray<std::byte> storage_;  // the cells, 64-B aligned
+  Cell* const cells_;
 
   // The producers' line: contended by all producers, kept off the consumer's line.
   alignas(kCacheLineBytes) std::atomic<uint64_t> enqueue_pos_;

@@ -15,6 +15,7 @@
 #include <string>
 #include <type_traits>
 
+#include "common/block_recycler.h"
 #include "common/check.h"
 
 namespace ndksim::hw {
@@ -46,7 +47,7 @@ inline constexpr std::size_t kCacheLineBytes = 64;
 template <typename T>
 class SpscRing {
   static_assert(std::is_trivially_copyable_v<T>, "ring slots are raw host memory");
-  static_assert(std::is_default_constructible_v<T>, "slots are value-initialised at construction");
+  static_assert(std::is_default_constructible_v<T>, "slots with member initialisers are value-initialised");
 
  public:
   // `initial_index` is where both counters start. Real queues start at 0; a value near
@@ -210,27 +211,25 @@ class SpscRing {
     return capacity;
   }
 
-  // The slots' storage: zeroed, cache-line aligned. Zeroed by calloc, which hands out memory fresh
-  // from the operating system without touching it, so a ring costs its pages only as they are
-  // used; a slot type with member initialisers is then value-initialised over the zeros.
+  // The slots' storage, cache-line aligned, from the block recycler (common/block_recycler.h): a
+  // process that makes fabric after fabric reuses its rings' memory instead of faulting it in and
+  // clearing it for each. A slot of a trivially constructible type is not initialized: under the
+  // protocol above nobody reads a slot before its producer has written it. A slot type with member
+  // initialisers is value-initialised.
   struct Storage {
-    struct Free {
-      void operator()(void* p) const { std::free(p); }
-    };
-    std::unique_ptr<void, Free> raw;
+    RecycledArray<std::byte> raw;
     T* slots = nullptr;
   };
   static Storage AllocateSlots(uint32_t capacity) {
     Storage s;
-    s.raw.reset(std::calloc(std::size_t{capacity} * sizeof(T) + kSlotAlignment, 1));
-    if (s.raw == nullptr) throw std::bad_alloc();
+    // The recycler's blocks are 64-B aligned: room for more alignment only where T needs it.
+    std::size_t room = std::size_t{capacity} * sizeof(T) + (kSlotAlignment > 64 ? kSlotAlignment : 0);
+    s.raw = RecycledArray<std::byte>(room);
     void* aligned = s.raw.get();
-    std::size_t room = std::size_t{capacity} * sizeof(T) + kSlotAlignment;
     aligned = std::align(kSlotAlignment, std::size_t{capacity} * sizeof(T), aligned, room);
     NDKSIM_CHECK(aligned != nullptr);
-    // Value-initialisation of a trivially default-constructible type is zero-initialisation,
-    // which calloc did; anything else is constructed in place. T is trivially copyable, hence
-    // trivially destructible: freeing the storage is all the clean-up there is.
+    // T is trivially copyable, hence trivially destructible: giving the block back is all the
+    // clean-up there is.
     if constexpr (std::is_trivially_default_constructible_v<T>) {
       s.slots = std::launder(static_cast<T*>(aligned));
     } else {
