@@ -20,6 +20,7 @@ constexpr std::int32_t kSuccess = 0;
 constexpr std::int32_t kCancelled = static_cast<std::int32_t>(0xC0000120u);
 constexpr std::int32_t kInvalidDeviceRequest = static_cast<std::int32_t>(0xC0000010u);
 constexpr std::int32_t kNameNotFound = static_cast<std::int32_t>(0xC0000034u);
+constexpr std::int32_t kBufferOverflow = static_cast<std::int32_t>(0x80000005u);  // a warning
 constexpr std::string_view kLink = "\\\\.\\NdksimIoTest";
 
 class KernelIo : public ::testing::Test {
@@ -122,6 +123,19 @@ TEST_F(KernelIo, ABufferedIoctlReturnsWhatTheDriverLeftInTheSystemBuffer) {
   EXPECT_EQ(r.status, kSuccess);
   EXPECT_EQ(r.information, 5u);
   EXPECT_EQ(std::string(output_.data(), 5), "hello");
+}
+
+// STATUS_BUFFER_OVERFLOW is a warning: as on Windows, the part that fits comes back with it (it was
+// copied back on success only).
+TEST_F(KernelIo, ABufferedIoctlCompletedWithAWarningStillReturnsItsOutput) {
+  Load();
+  std::array<char, 3> small{};
+  const std::string input = "hello";
+  const IoResult r = env_.DeviceIoControl(Open(), IO_TEST_PARTIAL, std::as_bytes(std::span(input)),
+                                          std::as_writable_bytes(std::span(small)));
+  EXPECT_EQ(r.status, kBufferOverflow);
+  EXPECT_EQ(r.information, 3u);
+  EXPECT_EQ(std::string(small.data(), 3), "hel");
 }
 
 TEST_F(KernelIo, APendedIoctlReturnsWhenADpcCompletesIt) {

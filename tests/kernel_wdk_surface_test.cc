@@ -17,6 +17,7 @@
 #include <string>
 #include <utility>
 
+#include "kernel/consumer_headers.h"
 #include "kernel/consumer_services.h"
 #include "kernel/consumer_wdk_surface.h"
 #include "ndksim/fabric.h"
@@ -112,6 +113,23 @@ class WdkSurfaceKernel : public WdkSurface {
 };
 
 // ---- annotations, MSVC keywords, base macros ----
+
+// A driver's IOCTL header that defines CTL_CODE itself, included before <ntddk.h>, compiles (the
+// WDK headers redefined it, an error under -Werror) and keeps its codes.
+TEST(WdkHeaders, AnIoctlHeaderThatDefinesCtlCodeFirstCompilesBesideTheWdk) {
+  EXPECT_EQ(HeadersIoctlCode(), (0x8123u << 16) | (0x801u << 2));
+}
+
+TEST(WdkHeaders, DefineGuidDefinesInTheFileWithInitguidAndDeclaresElsewhere) {
+  EXPECT_EQ(HeadersGuidData1(), 0x6f1e2d3cu);
+  EXPECT_EQ(HeadersGuidAddress(), HeadersGuidAddressFromAnotherFile());  // one GUID, linked
+  EXPECT_EQ(HeadersGuidsCompare(), 1);
+}
+
+TEST(WdkHeaders, DeclaredUnicodeStringsHaveTheirLengthsInBytes) {
+  EXPECT_EQ(HeadersConstantStringLength(), 2u * 21u);  // \Device\NdksimHeaders: 21 WCHARs
+  EXPECT_EQ(HeadersWritableStringCapacity(), 64u);
+}
 
 TEST_F(WdkSurface, SalAndConcurrencyAnnotationsCompileToNothing) { EXPECT_EQ(SurfaceAnnotatedSum(40, 2), 42u); }
 

@@ -239,7 +239,9 @@ PendingIo Environment::StartDeviceIoControl(DeviceHandle handle, std::uint32_t c
     }
   };
   request->finish = [&s, method, output](IoRequest& r, const IRP& irp) {
-    if (method == METHOD_BUFFERED && NT_SUCCESS(irp.IoStatus.Status)) {
+    // As on Windows, whatever is not an error copies back: a warning (STATUS_BUFFER_OVERFLOW) with
+    // the part that fits, too.
+    if (method == METHOD_BUFFERED && !NT_ERROR(irp.IoStatus.Status)) {
       if (irp.IoStatus.Information > output.size()) {
         s.Fail("IRP", fmt::format("a METHOD_BUFFERED request completed with Information {}, more than its output "
                                   "buffer's {} bytes",

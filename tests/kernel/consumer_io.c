@@ -114,6 +114,9 @@ static NTSTATUS TestDeviceControl(PDEVICE_OBJECT Device, PIRP Irp) {
             return Pend(ext, Irp, TRUE, TRUE, TRUE);
         case IO_TEST_HOLD:
             return Pend(ext, Irp, TRUE, TRUE, FALSE); /* until the program cancels it */
+        case IO_TEST_PARTIAL:
+            /* A warning, not an error: the I/O manager still copies Information bytes back. */
+            return CompleteWith(Irp, out < in ? STATUS_BUFFER_OVERFLOW : STATUS_SUCCESS, min(in, out));
         case IO_TEST_FILL: {
             UCHAR *buffer;
             if (Irp->MdlAddress == NULL) return CompleteWith(Irp, STATUS_INVALID_PARAMETER, 0);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "ndksim/ntstatus.h"
+#include "guiddef.h"
 #include "ndksim/wdk_types.h"
 #include "sal.h"
 
@@ -428,6 +429,13 @@ VOID RtlInitUnicodeString(PUNICODE_STRING DestinationString, PCWSTR SourceString
 VOID RtlInitAnsiString(PANSI_STRING DestinationString, PCSZ SourceString);
 BOOLEAN RtlEqualUnicodeString(PCUNICODE_STRING String1, PCUNICODE_STRING String2, BOOLEAN CaseInSensitive);
 #define RTL_CONSTANT_STRING(s) { sizeof(s) - sizeof((s)[0]), sizeof(s), (PWCH)(s) }
+/* A constant UNICODE_STRING and its buffer, and a writable one of a given size (ntdef.h). */
+#define DECLARE_CONST_UNICODE_STRING(_var, _string)                                                    \
+    const WCHAR _var##_buffer[] = _string;                                                          \
+    const UNICODE_STRING _var = {sizeof(_string) - sizeof(WCHAR), sizeof(_string), (PWCH)_var##_buffer}
+#define DECLARE_UNICODE_STRING_SIZE(_var, _size)                                                       \
+    WCHAR _var##_buffer[_size];                                                                       \
+    UNICODE_STRING _var = {0, (_size) * sizeof(WCHAR), _var##_buffer}
 
 /* ---- debugging --------------------------------------------------------------------------------- */
 #define DPFLTR_ERROR_LEVEL 0
@@ -1242,6 +1250,9 @@ PHYSICAL_ADDRESS MmGetPhysicalAddress(PVOID BaseAddress);
 #define IRP_MJ_PNP 0x1b
 
 /* I/O control codes (devioctl.h). */
+/* Guarded: a driver's IOCTL header is often written for user mode too, where <winioctl.h>
+ * defines these, and may define them itself. */
+#ifndef CTL_CODE
 #define METHOD_BUFFERED 0
 #define METHOD_IN_DIRECT 1
 #define METHOD_OUT_DIRECT 2
@@ -1252,6 +1263,7 @@ PHYSICAL_ADDRESS MmGetPhysicalAddress(PVOID BaseAddress);
 #define FILE_WRITE_ACCESS 0x0002
 #define CTL_CODE(DeviceType, Function, Method, Access) \
     (((ULONG)(DeviceType) << 16) | ((ULONG)(Access) << 14) | ((ULONG)(Function) << 2) | (ULONG)(Method))
+#endif
 #define DEVICE_TYPE_FROM_CTL_CODE(ctrlCode) (((ULONG)((ctrlCode) & 0xffff0000)) >> 16)
 #define METHOD_FROM_CTL_CODE(ctrlCode) ((ULONG)((ctrlCode) & 3))
 
