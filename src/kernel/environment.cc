@@ -144,6 +144,10 @@ Environment::Impl::~Impl() {
   timers.clear();
   for (auto& [start, block] : pool) Release(start, block);
   pool.clear();
+  // Driver images last: nothing runs their code any more. Kernel threads' stacks and the records
+  // that point into them are gone with the scheduler and the lists above.
+  drivers.clear();
+  CloseImages();
   current_environment = previous;
 }
 
@@ -903,6 +907,20 @@ std::string Environment::InterleavingTail() const {
   const std::string tail = start == std::string::npos ? all : all.substr(start + 2);
   return fmt::format("\n  interleaving, the last {} of {} picks (Environment::Interleaving() has them all): {}", kShown,
                      picks, tail);
+}
+
+void Environment::RunFor(Duration d) {
+  // A kernel thread of the environment's own sleeps for `d`; the run ends when it wakes. While it
+  // sleeps there is always something that will happen (its timer), so no wait is a deadlock.
+  bool woke = false;
+  const LONGLONG ticks = std::max<LONGLONG>(1, static_cast<LONGLONG>(d.count() / 100'000));  // 100-ns units
+  StartThread("environment!RunFor", [&woke, ticks] {
+    LARGE_INTEGER interval;
+    interval.QuadPart = -ticks;
+    (void)KeDelayExecutionThread(KernelMode, FALSE, &interval);
+    woke = true;
+  });
+  RunUntil([&woke] { return woke; });
 }
 
 void Environment::Run(std::string name, std::function<void()> entry) {

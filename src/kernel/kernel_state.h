@@ -345,8 +345,17 @@ struct Environment::Impl {
   std::map<ULONG, PoolTagUsage> tags;
 
   std::vector<std::unique_ptr<Driver>> drivers;
+  std::vector<void*> images;  // driver images' dlopen handles, closed last (driver_image.cc)
+  void CloseImages();
   std::vector<std::unique_ptr<ThreadObject>> thread_objects;
   std::map<PEX_RUNDOWN_REF, DispatcherObject> rundown_waits;
+  // IO_REMOVE_LOCKs (io_queues.cc) by address: each one's outstanding acquisitions by tag, and
+  // whether IoReleaseRemoveLockAndWait was called, for the checks a checked build makes.
+  struct RemoveLockRecord {
+    std::map<const void*, std::uint32_t> tags;
+    bool waited = false;
+  };
+  std::map<const void*, RemoveLockRecord> remove_locks;
   std::map<const void*, RwLock> rw_locks;                      // by ERESOURCE or EX_PUSH_LOCK address
   std::map<const GENERAL_LOOKASIDE*, ULONG> lookaside_lists;  // initialized lists and their flags
   std::map<PWSK_REGISTRATION, std::unique_ptr<WskRegistrationRecord>> wsk;

@@ -86,6 +86,7 @@ struct Overlapped {
 struct WorldConfig {
   FabricConfig fabric{};
   kernel::EnvironmentConfig environment{};
+  bool images = false;  // load the driver's image (ndksock.so) per machine instead of the linked-in entry
 };
 
 // Two machines of two RNICs each, the driver loaded on both, and a program on each with the
@@ -98,7 +99,8 @@ class World {
         b1_(fabric_.AddNode({"b-rnic1", {kB1}})),
         a2_(fabric_.AddNode({"a-rnic2", {kA2}})),
         b2_(fabric_.AddNode({"b-rnic2", {kB2}})),
-        env_(fabric_, config.environment) {
+        env_(fabric_, config.environment),
+        images_(config.images) {
     env_.AddRnic(a1_, a2_);
     env_.AddRnic(b1_, b2_);
   }
@@ -113,8 +115,13 @@ class World {
   DeviceHandle hb() const { return hb_; }
 
   void Load() {
-    driver_a_ = env_.LoadDriver(a1_, "ndksock_a", &NdkSockDriverEntry);
-    driver_b_ = env_.LoadDriver(b1_, "ndksock_b", &NdkSockDriverEntry);
+    if (images_) {
+      driver_a_ = env_.LoadDriverImage(a1_, "ndksock", NDKSIM_NDKSOCK_IMAGE);
+      driver_b_ = env_.LoadDriverImage(b1_, "ndksock", NDKSIM_NDKSOCK_IMAGE);
+    } else {
+      driver_a_ = env_.LoadDriver(a1_, "ndksock_a", &NdkSockDriverEntry);
+      driver_b_ = env_.LoadDriver(b1_, "ndksock_b", &NdkSockDriverEntry);
+    }
     env_.RunUntil([&] {
       return env_.DriverStatus(driver_a_) != kDriverPending && env_.DriverStatus(driver_b_) != kDriverPending;
     });
@@ -245,19 +252,7 @@ class World {
 
   // Lets `d` of simulated time pass, while requests stay pending: a kernel thread of the test's
   // own sleeps that long.
-  void Settle(Duration d) {
-    bool done = false;
-    env_.StartThread(
-        "settle",
-        [&done, d] {
-          LARGE_INTEGER interval;
-          interval.QuadPart = -(d.count() / 100000);  // 100-ns units, relative
-          KeDelayExecutionThread(KernelMode, FALSE, &interval);
-          done = true;
-        },
-        &a1_);
-    env_.RunUntil([&done] { return done; });
-  }
+  void Settle(Duration d) { env_.RunFor(d); }
 
   struct Pair {
     NDKSOCK_SOCKET listener = 0;
@@ -292,6 +287,7 @@ class World {
   Node& a2_;
   Node& b2_;
   Environment env_;
+  bool images_;
   _DRIVER_OBJECT* driver_a_ = nullptr;
   _DRIVER_OBJECT* driver_b_ = nullptr;
   DeviceHandle ha_{};
@@ -465,6 +461,15 @@ TEST(KernelSockets, AListenOnAnAddressOfNoInterfaceIsRefused) {
 
 TEST(KernelSockets, BytesCrossBothWaysOnBothRnics) {
   World w;
+  const ExchangeResult x = RunExchange(w);
+  ExpectExchangeWhole(x);
+}
+
+// The same driver built as an image (ndksim_add_driver_image) and loaded on each machine, as two
+// Windows machines each load their own: its sources keep their DriverEntry name, and each machine
+// has its own copy of the driver's globals.
+TEST(KernelSockets, BytesCrossBothWaysWithTheDriverLoadedAsAnImagePerMachine) {
+  World w(WorldConfig{.images = true});
   const ExchangeResult x = RunExchange(w);
   ExpectExchangeWhole(x);
 }

@@ -128,6 +128,13 @@ class Environment {
   // Loads a driver on a node's machine: its DriverEntry runs as a kernel thread at PASSIVE_LEVEL
   // the next time the environment runs. `name` names the driver in reports ("name!DriverEntry").
   _DRIVER_OBJECT* LoadDriver(Node& node, std::string name, DriverEntry entry);
+  // Loads a driver built as a shared object (ndksim_add_driver_image in CMake; docs/kernel.md,
+  // "Driver images") on a node's machine, and runs its DriverEntry as LoadDriver does. Each call
+  // loads a copy of its own, so a driver loaded on two machines has a set of globals on each, as
+  // on Windows, where LoadDriver's drivers share the program's one set. The image binds to the
+  // program's kernel services. Throws std::runtime_error naming the image if it cannot be read or
+  // loaded, or has no DriverEntry.
+  _DRIVER_OBJECT* LoadDriverImage(Node& node, std::string name, const std::string& image);
   // DriverEntry's status, once it has returned (STATUS_PENDING (0x103) until then).
   std::int32_t DriverStatus(const _DRIVER_OBJECT* driver) const;
   // Queues the driver's DriverUnload as a kernel thread. When it returns, the verifier checks that
@@ -146,6 +153,10 @@ class Environment {
   void Run();
   // Runs until `done()` holds (checked each time the scheduler picks), or as Run.
   void RunUntil(const std::function<bool()>& done);
+  // Runs for `d` of simulated time: kernel threads, DPCs, timers and the fabric run on, and time
+  // passes even while every thread waits (a program's requests pending in a driver are no
+  // deadlock here, as they are for Run). Throws as Run for a failed check.
+  void RunFor(Duration d);
   // Starts `entry` as a kernel thread and runs until every thread has ended.
   void Run(std::string name, std::function<void()> entry);
 
