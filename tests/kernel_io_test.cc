@@ -138,6 +138,53 @@ TEST_F(KernelIo, ABufferedIoctlCompletedWithAWarningStillReturnsItsOutput) {
   EXPECT_EQ(std::string(small.data(), 3), "hel");
 }
 
+// ---- reads and writes, by the device's I/O method ----
+
+class KernelIoTransfer : public KernelIo, public ::testing::WithParamInterface<Environment::DriverEntry> {};
+
+std::span<const std::byte> Bytes(std::string_view text) { return std::as_bytes(std::span(text)); }
+
+TEST_P(KernelIoTransfer, AWriteThenAReadAtItsOffsetGiveTheBytesBack) {
+  Load(GetParam());
+  const DeviceHandle handle = Open();
+  const IoResult written = env_.WriteFile(handle, Bytes("hello"), 10);
+  EXPECT_EQ(written.status, kSuccess);
+  EXPECT_EQ(written.information, 5u);
+  std::array<char, 5> back{};
+  const IoResult read = env_.ReadFile(handle, std::as_writable_bytes(std::span(back)), 10);
+  EXPECT_EQ(read.status, kSuccess);
+  EXPECT_EQ(read.information, 5u);
+  EXPECT_EQ(std::string(back.data(), back.size()), "hello");
+}
+
+// A short read at the disk's end gives the bytes there; the rest of the program's buffer keeps
+// what it had (for a buffered device, only Information bytes are copied back).
+TEST_P(KernelIoTransfer, AShortReadGivesOnlyTheBytesThereAndLeavesTheRestOfTheBuffer) {
+  Load(GetParam());
+  const DeviceHandle handle = Open();
+  ASSERT_EQ(env_.WriteFile(handle, Bytes("tail!!"), 250).status, kSuccess);
+  std::array<char, 10> back{};
+  back.fill('x');
+  const IoResult read = env_.ReadFile(handle, std::as_writable_bytes(std::span(back)), 250);
+  EXPECT_EQ(read.status, kSuccess);
+  EXPECT_EQ(read.information, 6u);
+  EXPECT_EQ(std::string(back.data(), back.size()), "tail!!xxxx");
+}
+
+TEST_P(KernelIoTransfer, AReadFromTheEndOnIsEndOfFile) {
+  Load(GetParam());
+  std::array<char, 4> back{};
+  EXPECT_EQ(env_.ReadFile(Open(), std::as_writable_bytes(std::span(back)), 256).status,
+            static_cast<std::int32_t>(0xC0000011u));  // STATUS_END_OF_FILE
+}
+
+INSTANTIATE_TEST_SUITE_P(Methods, KernelIoTransfer,
+                         ::testing::Values(&IoTestDriverEntry, &IoTestDirectDriverEntry, &IoTestNeitherDriverEntry),
+                         [](const ::testing::TestParamInfo<Environment::DriverEntry>& info) {
+                           return info.index == 0 ? std::string("Buffered")
+                                                  : info.index == 1 ? std::string("Direct") : std::string("Neither");
+                         });
+
 TEST_F(KernelIo, APendedIoctlReturnsWhenADpcCompletesIt) {
   Load();
   const TimePoint before = env_.Now();

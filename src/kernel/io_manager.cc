@@ -59,6 +59,8 @@ const char* MajorName(UCHAR major) {
     case IRP_MJ_CREATE: return "IRP_MJ_CREATE";
     case IRP_MJ_CLEANUP: return "IRP_MJ_CLEANUP";
     case IRP_MJ_CLOSE: return "IRP_MJ_CLOSE";
+    case IRP_MJ_READ: return "IRP_MJ_READ";
+    case IRP_MJ_WRITE: return "IRP_MJ_WRITE";
     case IRP_MJ_DEVICE_CONTROL: return "IRP_MJ_DEVICE_CONTROL";
     default: return "an IRP";
   }
@@ -254,6 +256,75 @@ PendingIo Environment::StartDeviceIoControl(DeviceHandle handle, std::uint32_t c
     if (r.mdl != nullptr) IoFreeMdl(r.mdl);
   };
   return PendingIo{Start(*this, s, open, IRP_MJ_DEVICE_CONTROL, std::move(request))};
+}
+
+namespace {
+
+// IRP_MJ_READ or IRP_MJ_WRITE of `buffer` at `offset`, by the device's I/O method.
+PendingIo StartTransfer(Environment& env, Impl& s, DeviceOpen& open, UCHAR major, std::span<std::byte> buffer,
+                        std::uint64_t offset) {
+  auto request = std::make_unique<IoRequest>();
+  const ULONG flags = open.device->Flags;
+  const bool buffered = (flags & DO_BUFFERED_IO) != 0;
+  const bool direct = !buffered && (flags & DO_DIRECT_IO) != 0;
+  if (buffered) {
+    request->system.resize(buffer.size());
+    if (major == IRP_MJ_WRITE) std::copy(buffer.begin(), buffer.end(), request->system.begin());
+  }
+  request->setup = [major, buffer, offset, buffered, direct](IoRequest& r, IRP& irp, IO_STACK_LOCATION& stack) {
+    if (major == IRP_MJ_READ) {
+      stack.Parameters.Read.Length = static_cast<ULONG>(buffer.size());
+      stack.Parameters.Read.ByteOffset.QuadPart = static_cast<LONGLONG>(offset);
+    } else {
+      stack.Parameters.Write.Length = static_cast<ULONG>(buffer.size());
+      stack.Parameters.Write.ByteOffset.QuadPart = static_cast<LONGLONG>(offset);
+    }
+    if (buffered) {
+      irp.AssociatedIrp.SystemBuffer = r.system.empty() ? nullptr : r.system.data();
+    } else if (direct) {
+      if (!buffer.empty()) {
+        r.mdl = IoAllocateMdl(buffer.data(), static_cast<ULONG>(buffer.size()), FALSE, FALSE, nullptr);
+        if (r.mdl != nullptr) MmBuildMdlForNonPagedPool(r.mdl);
+      }
+      irp.MdlAddress = r.mdl;
+    } else {
+      irp.UserBuffer = buffer.data();
+    }
+  };
+  request->finish = [&s, major, buffer, buffered](IoRequest& r, const IRP& irp) {
+    // As for a buffered device control: what is not an error copies back.
+    if (buffered && major == IRP_MJ_READ && !NT_ERROR(irp.IoStatus.Status)) {
+      if (irp.IoStatus.Information > buffer.size()) {
+        s.Fail("IRP", fmt::format("a buffered read completed with Information {}, more than its buffer's {} bytes",
+                                  irp.IoStatus.Information, buffer.size()),
+               Site{});
+        return;
+      }
+      std::copy_n(r.system.begin(), irp.IoStatus.Information, buffer.begin());
+    }
+    if (r.mdl != nullptr) IoFreeMdl(r.mdl);
+  };
+  return PendingIo{Start(env, s, open, major, std::move(request))};
+}
+
+}  // namespace
+
+PendingIo Environment::StartReadFile(DeviceHandle handle, std::span<std::byte> buffer, std::uint64_t offset) {
+  return StartTransfer(*this, *impl_, OpenOf(*impl_, handle), IRP_MJ_READ, buffer, offset);
+}
+
+PendingIo Environment::StartWriteFile(DeviceHandle handle, std::span<const std::byte> buffer, std::uint64_t offset) {
+  // The driver reads a write's buffer only; the span is writable for the one transfer routine.
+  const std::span<std::byte> bytes(const_cast<std::byte*>(buffer.data()), buffer.size());
+  return StartTransfer(*this, *impl_, OpenOf(*impl_, handle), IRP_MJ_WRITE, bytes, offset);
+}
+
+IoResult Environment::ReadFile(DeviceHandle handle, std::span<std::byte> buffer, std::uint64_t offset) {
+  return WaitIo(StartReadFile(handle, buffer, offset));
+}
+
+IoResult Environment::WriteFile(DeviceHandle handle, std::span<const std::byte> buffer, std::uint64_t offset) {
+  return WaitIo(StartWriteFile(handle, buffer, offset));
 }
 
 IoResult Environment::DeviceIoControl(DeviceHandle handle, std::uint32_t code, std::span<const std::byte> input,

@@ -82,3 +82,11 @@
 #undef ExReleasePushLockSharedEx
 #undef KeReleaseMutex
 #undef KeReleaseSemaphore
+#undef IoCsqInsertIrp
+#undef IoCsqInsertIrpEx
+#undef IoCsqRemoveNextIrp
+#undef IoCsqRemoveIrp
+#undef IoInitializeRemoveLockEx
+#undef IoAcquireRemoveLockEx
+#undef IoReleaseRemoveLockEx
+#undef IoReleaseRemoveLockAndWaitEx

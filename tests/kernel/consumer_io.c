@@ -15,7 +15,10 @@ typedef struct _IO_TEST_DEVICE {
     BOOLEAN cancel;    /* the DPC cancels the held IRP rather than completing it */
     KTIMER timer;
     KDPC dpc;
+    UCHAR disk[256];   /* what IRP_MJ_READ and IRP_MJ_WRITE transfer, at their byte offsets */
 } IO_TEST_DEVICE;
+
+static ULONG g_io_method; /* the device's DO_BUFFERED_IO, DO_DIRECT_IO, or 0: neither */
 
 static UNICODE_STRING g_device_name = RTL_CONSTANT_STRING(L"\\Device\\NdksimIoTest");
 static UNICODE_STRING g_link_name = RTL_CONSTANT_STRING(L"\\DosDevices\\NdksimIoTest");
@@ -159,6 +162,44 @@ static VOID IoTestUnload(PDRIVER_OBJECT Driver) {
     IoDeleteDevice(Driver->DeviceObject);
 }
 
+/* The transfer's data, where the device's I/O method puts it. */
+static PUCHAR TransferBuffer(PDEVICE_OBJECT Device, PIRP Irp) {
+    if (Device->Flags & DO_BUFFERED_IO) return (PUCHAR)Irp->AssociatedIrp.SystemBuffer;
+    if (Device->Flags & DO_DIRECT_IO) {
+        return Irp->MdlAddress == NULL ? NULL : (PUCHAR)MmGetSystemAddressForMdlSafe(Irp->MdlAddress, NormalPagePriority);
+    }
+    return (PUCHAR)Irp->UserBuffer; /* neither: the program's own buffer, used in its context */
+}
+
+/* Reads what the disk has from the offset on, up to the length: a short read at the end, and
+ * STATUS_END_OF_FILE from the end on. */
+static NTSTATUS TestRead(PDEVICE_OBJECT Device, PIRP Irp) {
+    IO_TEST_DEVICE *ext = (IO_TEST_DEVICE *)Device->DeviceExtension;
+    PIO_STACK_LOCATION stack = IoGetCurrentIrpStackLocation(Irp);
+    LONGLONG offset = stack->Parameters.Read.ByteOffset.QuadPart;
+    ULONG length = stack->Parameters.Read.Length;
+    PUCHAR buffer = TransferBuffer(Device, Irp);
+    ULONG n;
+    if (offset < 0 || offset >= (LONGLONG)sizeof(ext->disk)) return CompleteWith(Irp, STATUS_END_OF_FILE, 0);
+    n = min(length, (ULONG)(sizeof(ext->disk) - (ULONG)offset));
+    if (n > 0 && buffer == NULL) return CompleteWith(Irp, STATUS_INSUFFICIENT_RESOURCES, 0);
+    if (n > 0) RtlCopyMemory(buffer, ext->disk + offset, n);
+    return CompleteWith(Irp, STATUS_SUCCESS, n);
+}
+
+/* Writes the whole buffer at the offset, or nothing (STATUS_INVALID_PARAMETER) past the end. */
+static NTSTATUS TestWrite(PDEVICE_OBJECT Device, PIRP Irp) {
+    IO_TEST_DEVICE *ext = (IO_TEST_DEVICE *)Device->DeviceExtension;
+    PIO_STACK_LOCATION stack = IoGetCurrentIrpStackLocation(Irp);
+    LONGLONG offset = stack->Parameters.Write.ByteOffset.QuadPart;
+    ULONG length = stack->Parameters.Write.Length;
+    PUCHAR buffer = TransferBuffer(Device, Irp);
+    if (offset < 0 || offset + length > (LONGLONG)sizeof(ext->disk)) return CompleteWith(Irp, STATUS_INVALID_PARAMETER, 0);
+    if (length > 0 && buffer == NULL) return CompleteWith(Irp, STATUS_INSUFFICIENT_RESOURCES, 0);
+    if (length > 0) RtlCopyMemory(ext->disk + offset, buffer, length);
+    return CompleteWith(Irp, STATUS_SUCCESS, length);
+}
+
 static NTSTATUS StartIoTest(PDRIVER_OBJECT Driver, BOOLEAN create_handler) {
     PDEVICE_OBJECT device = NULL;
     IO_TEST_DEVICE *ext;
@@ -181,27 +222,45 @@ static NTSTATUS StartIoTest(PDRIVER_OBJECT Driver, BOOLEAN create_handler) {
     Driver->MajorFunction[IRP_MJ_CLEANUP] = TestCleanup;
     Driver->MajorFunction[IRP_MJ_CLOSE] = TestClose;
     Driver->MajorFunction[IRP_MJ_DEVICE_CONTROL] = TestDeviceControl;
+    Driver->MajorFunction[IRP_MJ_READ] = TestRead;
+    Driver->MajorFunction[IRP_MJ_WRITE] = TestWrite;
     Driver->DriverUnload = IoTestUnload;
+    RtlZeroMemory(ext->disk, sizeof(ext->disk));
+    device->Flags |= g_io_method;
     device->Flags &= ~DO_DEVICE_INITIALIZING;
     return STATUS_SUCCESS;
 }
 
+/* The entries differ in the device's I/O method, the create routine and the symbolic link. */
+static NTSTATUS LoadIoTest(PDRIVER_OBJECT Driver, ULONG method, BOOLEAN create_handler, BOOLEAN forget_link) {
+    g_forget_link = forget_link;
+    g_io_method = method;
+    return StartIoTest(Driver, create_handler);
+}
+
 NTSTATUS IoTestDriverEntry(PDRIVER_OBJECT Driver, PUNICODE_STRING RegistryPath) {
     UNREFERENCED_PARAMETER(RegistryPath);
-    g_forget_link = FALSE;
-    return StartIoTest(Driver, TRUE);
+    return LoadIoTest(Driver, DO_BUFFERED_IO, TRUE, FALSE);
+}
+
+NTSTATUS IoTestDirectDriverEntry(PDRIVER_OBJECT Driver, PUNICODE_STRING RegistryPath) {
+    UNREFERENCED_PARAMETER(RegistryPath);
+    return LoadIoTest(Driver, DO_DIRECT_IO, TRUE, FALSE);
+}
+
+NTSTATUS IoTestNeitherDriverEntry(PDRIVER_OBJECT Driver, PUNICODE_STRING RegistryPath) {
+    UNREFERENCED_PARAMETER(RegistryPath);
+    return LoadIoTest(Driver, 0, TRUE, FALSE);
 }
 
 NTSTATUS IoTestNoCreateDriverEntry(PDRIVER_OBJECT Driver, PUNICODE_STRING RegistryPath) {
     UNREFERENCED_PARAMETER(RegistryPath);
-    g_forget_link = FALSE;
-    return StartIoTest(Driver, FALSE);
+    return LoadIoTest(Driver, DO_BUFFERED_IO, FALSE, FALSE);
 }
 
 NTSTATUS IoTestLeakyLinkDriverEntry(PDRIVER_OBJECT Driver, PUNICODE_STRING RegistryPath) {
     UNREFERENCED_PARAMETER(RegistryPath);
-    g_forget_link = TRUE;
-    return StartIoTest(Driver, TRUE);
+    return LoadIoTest(Driver, DO_BUFFERED_IO, TRUE, TRUE);
 }
 
 /* Creates "\Device\NdksimTwice" twice for the driver: the second create's status, after the

@@ -38,6 +38,10 @@ struct _UNICODE_STRING;
 
 /* "\Device\NdksimIoTest", linked from "\DosDevices\NdksimIoTest". */
 int32_t IoTestDriverEntry(struct _DRIVER_OBJECT *driver, struct _UNICODE_STRING *registry_path);
+/* The same device with DO_DIRECT_IO, or with neither method, for reads and writes (a buffered
+ * device for the others). Its reads and writes move bytes of a 256-byte disk at their offsets. */
+int32_t IoTestDirectDriverEntry(struct _DRIVER_OBJECT *driver, struct _UNICODE_STRING *registry_path);
+int32_t IoTestNeitherDriverEntry(struct _DRIVER_OBJECT *driver, struct _UNICODE_STRING *registry_path);
 /* The same device without an IRP_MJ_CREATE handler. */
 int32_t IoTestNoCreateDriverEntry(struct _DRIVER_OBJECT *driver, struct _UNICODE_STRING *registry_path);
 /* The same, but its unload forgets the symbolic link. */

@@ -160,7 +160,8 @@ class Environment {
   // Starts `entry` as a kernel thread and runs until every thread has ended.
   void Run(std::string name, std::function<void()> entry);
 
-  // ---- a test program's requests to drivers' devices (CreateFile, DeviceIoControl, CloseHandle) ----
+  // ---- a test program's requests to drivers' devices (CreateFile, ReadFile, WriteFile, DeviceIoControl,
+  // CloseHandle) ----
   // Each request becomes an IRP, as a Windows program's does: it runs on a kernel thread of the
   // device's machine at PASSIVE_LEVEL, where the driver's dispatch routine is called. A request the
   // driver pends waits until the driver completes it, while the rest of the simulation runs on.
@@ -181,6 +182,15 @@ class Environment {
   // the IRP complete or pending. Both buffers must stay valid until the request has completed.
   PendingIo StartDeviceIoControl(DeviceHandle handle, std::uint32_t code, std::span<const std::byte> input,
                                  std::span<std::byte> output);
+  // IRP_MJ_READ and IRP_MJ_WRITE (ReadFile, WriteFile) of `buffer.size()` bytes at `offset`
+  // (Parameters.Read/Write.ByteOffset), by the device's I/O method: with DO_BUFFERED_IO through a
+  // system buffer (a read's completed Information bytes copied back unless the status is an
+  // error), with DO_DIRECT_IO through an MDL of `buffer`, otherwise `buffer` itself (UserBuffer).
+  IoResult ReadFile(DeviceHandle handle, std::span<std::byte> buffer, std::uint64_t offset = 0);
+  IoResult WriteFile(DeviceHandle handle, std::span<const std::byte> buffer, std::uint64_t offset = 0);
+  // The same requests, overlapped (the buffer must stay valid until the request has completed).
+  PendingIo StartReadFile(DeviceHandle handle, std::span<std::byte> buffer, std::uint64_t offset = 0);
+  PendingIo StartWriteFile(DeviceHandle handle, std::span<const std::byte> buffer, std::uint64_t offset = 0);
   // Whether a started request has completed (GetOverlappedResult without waiting).
   bool IoCompleted(PendingIo io) const;
   // Runs until a started request completes; its status block. Each is waited for once.

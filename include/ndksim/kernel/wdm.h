@@ -1386,6 +1386,112 @@ NTSTATUS IoCreateSymbolicLink(PUNICODE_STRING SymbolicLinkName, PUNICODE_STRING 
 NTSTATUS IoDeleteSymbolicLink(PUNICODE_STRING SymbolicLinkName);
 #define IoCompleteRequest(Irp, PriorityBoost) NDKSIM_AT(IoCompleteRequest((Irp), (PriorityBoost)))
 
+/* ---- cancel-safe IRP queues ------------------------------------------------------------------ */
+/* The driver keeps the queue and its lock; the IoCsq routines keep the cancel logic. While an IRP
+ * is queued, its cancel routine is the queue's and Tail.Overlay.DriverContext[3] is the queue's
+ * (the IO_CSQ_IRP_CONTEXT given at insertion, or the IO_CSQ): a driver must leave both alone.
+ * Cancellation (IoCancelIrp) calls CsqRemoveIrp under CsqAcquireLock/CsqReleaseLock, then
+ * CsqCompleteCanceledIrp outside the lock. IRQL <= DISPATCH_LEVEL for the insert and remove
+ * routines; the callbacks run at the caller's IRQL (the cancel path's: the canceller's). */
+#define IO_TYPE_CSQ_IRP_CONTEXT 1
+#define IO_TYPE_CSQ 2
+#define IO_TYPE_CSQ_EX 3
+struct _IO_CSQ;
+typedef struct _IO_CSQ_IRP_CONTEXT {
+    ULONG Type;
+    PIRP Irp;
+    struct _IO_CSQ *Csq;
+} IO_CSQ_IRP_CONTEXT, *PIO_CSQ_IRP_CONTEXT;
+typedef VOID IO_CSQ_INSERT_IRP(struct _IO_CSQ *Csq, PIRP Irp);
+typedef IO_CSQ_INSERT_IRP *PIO_CSQ_INSERT_IRP;
+typedef NTSTATUS IO_CSQ_INSERT_IRP_EX(struct _IO_CSQ *Csq, PIRP Irp, PVOID InsertContext);
+typedef IO_CSQ_INSERT_IRP_EX *PIO_CSQ_INSERT_IRP_EX;
+typedef VOID IO_CSQ_REMOVE_IRP(struct _IO_CSQ *Csq, PIRP Irp);
+typedef IO_CSQ_REMOVE_IRP *PIO_CSQ_REMOVE_IRP;
+typedef PIRP IO_CSQ_PEEK_NEXT_IRP(struct _IO_CSQ *Csq, PIRP Irp, PVOID PeekContext);
+typedef IO_CSQ_PEEK_NEXT_IRP *PIO_CSQ_PEEK_NEXT_IRP;
+typedef VOID IO_CSQ_ACQUIRE_LOCK(struct _IO_CSQ *Csq, PKIRQL Irql);
+typedef IO_CSQ_ACQUIRE_LOCK *PIO_CSQ_ACQUIRE_LOCK;
+typedef VOID IO_CSQ_RELEASE_LOCK(struct _IO_CSQ *Csq, KIRQL Irql);
+typedef IO_CSQ_RELEASE_LOCK *PIO_CSQ_RELEASE_LOCK;
+typedef VOID IO_CSQ_COMPLETE_CANCELED_IRP(struct _IO_CSQ *Csq, PIRP Irp);
+typedef IO_CSQ_COMPLETE_CANCELED_IRP *PIO_CSQ_COMPLETE_CANCELED_IRP;
+/* IoCsqInitializeEx keeps its PIO_CSQ_INSERT_IRP_EX in CsqInsertIrp, as the WDK's does. */
+typedef struct _IO_CSQ {
+    ULONG Type;
+    PIO_CSQ_INSERT_IRP CsqInsertIrp;
+    PIO_CSQ_REMOVE_IRP CsqRemoveIrp;
+    PIO_CSQ_PEEK_NEXT_IRP CsqPeekNextIrp;
+    PIO_CSQ_ACQUIRE_LOCK CsqAcquireLock;
+    PIO_CSQ_RELEASE_LOCK CsqReleaseLock;
+    PIO_CSQ_COMPLETE_CANCELED_IRP CsqCompleteCanceledIrp;
+    PVOID ReservePointer;
+} IO_CSQ, *PIO_CSQ;
+NTSTATUS IoCsqInitialize(PIO_CSQ Csq, PIO_CSQ_INSERT_IRP CsqInsertIrp, PIO_CSQ_REMOVE_IRP CsqRemoveIrp,
+                         PIO_CSQ_PEEK_NEXT_IRP CsqPeekNextIrp, PIO_CSQ_ACQUIRE_LOCK CsqAcquireLock,
+                         PIO_CSQ_RELEASE_LOCK CsqReleaseLock, PIO_CSQ_COMPLETE_CANCELED_IRP CsqCompleteCanceledIrp);
+NTSTATUS IoCsqInitializeEx(PIO_CSQ Csq, PIO_CSQ_INSERT_IRP_EX CsqInsertIrp, PIO_CSQ_REMOVE_IRP CsqRemoveIrp,
+                           PIO_CSQ_PEEK_NEXT_IRP CsqPeekNextIrp, PIO_CSQ_ACQUIRE_LOCK CsqAcquireLock,
+                           PIO_CSQ_RELEASE_LOCK CsqReleaseLock, PIO_CSQ_COMPLETE_CANCELED_IRP CsqCompleteCanceledIrp);
+/* Queues the IRP (CsqInsertIrp) and marks it pending; an IRP cancelled already is completed through
+ * CsqCompleteCanceledIrp at once (it is still pending: the dispatch routine returns STATUS_PENDING). */
+VOID IoCsqInsertIrp(PIO_CSQ Csq, PIRP Irp, PIO_CSQ_IRP_CONTEXT Context);
+/* The same with CsqInsertIrpEx's InsertContext: its status, and on an error the IRP is not queued
+ * (nor pending, nor given a cancel routine). */
+NTSTATUS IoCsqInsertIrpEx(PIO_CSQ Csq, PIRP Irp, PIO_CSQ_IRP_CONTEXT Context, PVOID InsertContext);
+/* The first IRP CsqPeekNextIrp finds for PeekContext that is not being cancelled, out of the queue
+ * and without its cancel routine; NULL if none. */
+PIRP IoCsqRemoveNextIrp(PIO_CSQ Csq, PVOID PeekContext);
+/* The IRP queued with Context, out of the queue; NULL if it has left it or is being cancelled. */
+PIRP IoCsqRemoveIrp(PIO_CSQ Csq, PIO_CSQ_IRP_CONTEXT Context);
+#define IoCsqInsertIrp(Csq, Irp, Context) NDKSIM_AT(IoCsqInsertIrp((Csq), (Irp), (Context)))
+#define IoCsqInsertIrpEx(Csq, Irp, Context, InsertContext) \
+    NDKSIM_AT(IoCsqInsertIrpEx((Csq), (Irp), (Context), (InsertContext)))
+#define IoCsqRemoveNextIrp(Csq, PeekContext) NDKSIM_AT(IoCsqRemoveNextIrp((Csq), (PeekContext)))
+#define IoCsqRemoveIrp(Csq, Context) NDKSIM_AT(IoCsqRemoveIrp((Csq), (Context)))
+
+/* ---- remove locks ------------------------------------------------------------------------------ */
+/* A count of the lock's acquisitions and an event for IoReleaseRemoveLockAndWait. Every driver is
+ * treated as a checked build under Driver Verifier: each acquisition is tracked by its Tag, and a
+ * release of a tag that holds none, a second IoReleaseRemoveLockAndWait, or a lock that was never
+ * initialized fails the run (REMOVE_LOCK). AllocateTag, MaxLockedMinutes and HighWatermark are
+ * accepted and have no effect. As in the WDK, the four routines are macros over their Ex forms. */
+typedef struct _IO_REMOVE_LOCK_COMMON_BLOCK {
+    BOOLEAN Removed;
+    BOOLEAN Reserved[3];
+    volatile LONG IoCount; /* 1 for the lock itself, plus one per acquisition */
+    KEVENT RemoveEvent;    /* signaled when IoCount reaches 0 after the remove */
+} IO_REMOVE_LOCK_COMMON_BLOCK;
+typedef struct _IO_REMOVE_LOCK {
+    IO_REMOVE_LOCK_COMMON_BLOCK Common;
+} IO_REMOVE_LOCK, *PIO_REMOVE_LOCK;
+/* PASSIVE_LEVEL. */
+VOID IoInitializeRemoveLockEx(PIO_REMOVE_LOCK Lock, ULONG AllocateTag, ULONG MaxLockedMinutes, ULONG HighWatermark,
+                              ULONG RemlockSize);
+/* STATUS_SUCCESS, or STATUS_DELETE_PENDING (nothing acquired) once IoReleaseRemoveLockAndWait was
+ * called. IRQL <= DISPATCH_LEVEL. */
+NTSTATUS IoAcquireRemoveLockEx(PIO_REMOVE_LOCK RemoveLock, PVOID Tag, PCSTR File, ULONG Line, ULONG RemlockSize);
+/* IRQL <= DISPATCH_LEVEL. */
+VOID IoReleaseRemoveLockEx(PIO_REMOVE_LOCK RemoveLock, PVOID Tag, ULONG RemlockSize);
+/* Releases the caller's acquisition (Tag), refuses every later one, and blocks the calling thread
+ * until every other acquisition is released. PASSIVE_LEVEL, once per lock. */
+VOID IoReleaseRemoveLockAndWaitEx(PIO_REMOVE_LOCK RemoveLock, PVOID Tag, ULONG RemlockSize);
+#define IoInitializeRemoveLockEx(Lock, AllocateTag, MaxLockedMinutes, HighWatermark, RemlockSize) \
+    NDKSIM_AT(IoInitializeRemoveLockEx((Lock), (AllocateTag), (MaxLockedMinutes), (HighWatermark), (RemlockSize)))
+#define IoAcquireRemoveLockEx(RemoveLock, Tag, File, Line, RemlockSize) \
+    NDKSIM_AT(IoAcquireRemoveLockEx((RemoveLock), (Tag), (File), (Line), (RemlockSize)))
+#define IoReleaseRemoveLockEx(RemoveLock, Tag, RemlockSize) \
+    NDKSIM_AT(IoReleaseRemoveLockEx((RemoveLock), (Tag), (RemlockSize)))
+#define IoReleaseRemoveLockAndWaitEx(RemoveLock, Tag, RemlockSize) \
+    NDKSIM_AT(IoReleaseRemoveLockAndWaitEx((RemoveLock), (Tag), (RemlockSize)))
+#define IoInitializeRemoveLock(Lock, AllocateTag, MaxLockedMinutes, HighWatermark) \
+    IoInitializeRemoveLockEx((Lock), (AllocateTag), (MaxLockedMinutes), (HighWatermark), sizeof(IO_REMOVE_LOCK))
+#define IoAcquireRemoveLock(RemoveLock, Tag) \
+    IoAcquireRemoveLockEx((RemoveLock), (Tag), __FILE__, __LINE__, sizeof(IO_REMOVE_LOCK))
+#define IoReleaseRemoveLock(RemoveLock, Tag) IoReleaseRemoveLockEx((RemoveLock), (Tag), sizeof(IO_REMOVE_LOCK))
+#define IoReleaseRemoveLockAndWait(RemoveLock, Tag) \
+    IoReleaseRemoveLockAndWaitEx((RemoveLock), (Tag), sizeof(IO_REMOVE_LOCK))
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
