@@ -269,6 +269,14 @@ TEST_F(KernelIo, StatusPendingWithoutIoMarkIrpPendingIsReported) {
   EXPECT_NE(report_.find("without IoMarkIrpPending"), std::string::npos) << report_;
 }
 
+// Driver Verifier's rule: a dispatch routine that marks its IRP pending must return STATUS_PENDING,
+// even if the IRP has completed meanwhile. This one returned success without a report.
+TEST_F(KernelIo, AnIrpMarkedPendingWhoseDispatchReturnsAnotherStatusIsReported) {
+  Load();
+  EXPECT_EQ(CheckOf(IO_TEST_MARKED), "IRP");
+  EXPECT_NE(report_.find("after IoMarkIrpPending"), std::string::npos) << report_;
+}
+
 TEST_F(KernelIo, AnIrpCompletedTwiceIsReported) {
   Load();
   EXPECT_EQ(CheckOf(IO_TEST_TWICE), "IRP");

@@ -158,6 +158,13 @@ std::uint32_t Start(Environment& env, Impl& s, DeviceOpen& open, UCHAR major, st
       }
       DispatcherObject* const objects[] = {&record->done};
       (void)s.Wait(objects, WaitType::kAny, nullptr, Site{}, "the completion of a pending IRP");
+    } else if ((stack.Control & SL_PENDING_RETURNED) != 0) {
+      // Driver Verifier's rule: once marked pending, the dispatch routine owes STATUS_PENDING, even
+      // for an IRP that has completed meanwhile (the I/O manager then finishes it asynchronously).
+      s.Fail("IRP", fmt::format("the dispatch routine of {} returned {:#010x} after IoMarkIrpPending; it must return "
+                                "STATUS_PENDING",
+                                name, static_cast<ULONG>(status)),
+             Site{});
     } else if (!record->completed) {
       s.Fail("IRP", fmt::format("the dispatch routine of {} returned {:#010x} without completing the IRP or pending it",
                                 name, static_cast<ULONG>(status)),

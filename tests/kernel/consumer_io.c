@@ -146,6 +146,9 @@ static NTSTATUS TestDeviceControl(PDEVICE_OBJECT Device, PIRP Irp) {
             return STATUS_SUCCESS; /* the bug: the IRP is never completed */
         case IO_TEST_UNMARKED:
             return Pend(ext, Irp, FALSE, FALSE, TRUE); /* the bug: no IoMarkIrpPending */
+        case IO_TEST_MARKED:
+            IoMarkIrpPending(Irp);
+            return CompleteWith(Irp, STATUS_SUCCESS, 0); /* the bug: marked pending, so STATUS_PENDING is owed */
         case IO_TEST_TWICE:
             (void)CompleteWith(Irp, STATUS_SUCCESS, 0);
             return CompleteWith(Irp, STATUS_SUCCESS, 0); /* the bug */

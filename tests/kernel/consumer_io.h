@@ -21,6 +21,7 @@ extern "C" {
 #define IO_TEST_UNMARKED IO_TEST_CODE(0x806, 0)    /* a bug: STATUS_PENDING without IoMarkIrpPending */
 #define IO_TEST_TWICE IO_TEST_CODE(0x807, 0)       /* a bug: the IRP completed twice */
 #define IO_TEST_HOLD IO_TEST_CODE(0x808, 0)        /* pended with a cancel routine until cancelled */
+#define IO_TEST_MARKED IO_TEST_CODE(0x80A, 0)      /* a bug: IoMarkIrpPending, then completed and success returned */
 #define IO_TEST_PARTIAL IO_TEST_CODE(0x809, 0)     /* METHOD_BUFFERED: as much of the input as fits, and
                                                       STATUS_BUFFER_OVERFLOW if that is not all of it */
 
