@@ -1070,6 +1070,50 @@ TEST_F(WdkSurfaceKernel, DbgPrintExFormatsAsDbgPrint) {
 
 TEST_F(WdkSurfaceKernel, KdPrintFormatsAsDbgPrint) { EXPECT_EQ(DebugTextOf([] { SurfaceKdPrintLong(); }), "-9"); }
 
+TEST_F(WdkSurfaceKernel, DbgPrintTakesEveryConversionWithAnArgumentOfItsKind) {
+  EXPECT_EQ(DebugTextOf([] { SurfaceDbgPrintCheckedFormats(); }), "1 2 3 3 0000000000000010 s w u a c 1.5   4 5%");
+}
+
+// Windows is LLP64: %lu reads 32 bits, so a ULONG_PTR printed with it loses its high half there.
+// GCC's -Wformat, by LP64 rules, takes it; the run-time check names it.
+TEST_F(WdkSurfaceKernel, DbgPrintOfAUlongPtrWithPercentLuIsAFormatError) {
+  std::string report;
+  try {
+    RunOnNode([] { SurfaceDbgPrintUlongPtrWithLu(); });
+  } catch (const VerifierError& e) {
+    EXPECT_EQ(e.Check(), "FORMAT");
+    report = e.what();
+  }
+  EXPECT_NE(report.find("argument 1 is a 64-bit integer, but the conversion at offset 0 reads a 32-bit integer"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("consumer_wdk_surface.c:"), std::string::npos) << report;
+}
+
+TEST_F(WdkSurfaceKernel, DbgPrintOfAUnicodeStringWithPercentWsIsAFormatError) {
+  std::string report;
+  try {
+    RunOnNode([] { SurfaceDbgPrintUnicodeStringWithWs(); });
+  } catch (const VerifierError& e) {
+    report = e.what();
+  }
+  EXPECT_NE(report.find("argument 1 is a UNICODE_STRING pointer, but the conversion at offset 0 reads a WCHAR string"),
+            std::string::npos)
+      << report;
+}
+
+TEST_F(WdkSurfaceKernel, DbgPrintWithFewerArgumentsThanConversionsIsAFormatError) {
+  std::string report;
+  try {
+    RunOnNode([] { SurfaceDbgPrintTooFewArguments(); });
+  } catch (const VerifierError& e) {
+    report = e.what();
+  }
+  EXPECT_NE(report.find("the conversion at offset 7 reads a 32-bit integer that the call does not pass"),
+            std::string::npos)
+      << report;
+}
+
 TEST_F(WdkSurfaceKernel, VDbgPrintExFormatsItsVaList) {
   EXPECT_EQ(DebugTextOf([] { SurfaceVDbgPrintExLong(); }), "-11|4000000000");
 }

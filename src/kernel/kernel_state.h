@@ -34,6 +34,9 @@ struct Site {
   const char* function = nullptr;
 };
 std::string Describe(const Site& site);
+// The first argument of a DbgPrint call (count arguments, the format's included, of wdm.h's kinds)
+// that its format does not take by the Windows kernel runtime's rules, described; "" if none.
+std::string FormatMismatch(const char* format, ULONG count, const UCHAR* kinds);
 std::string TagName(ULONG tag);
 
 struct Driver;

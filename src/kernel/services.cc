@@ -3,6 +3,7 @@
 // Verifier checks, and acts on the environment's state.
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -28,6 +29,121 @@ using ndksim::kernel::WaitOutcome;
 using ndksim::kernel::WaitType;
 using ndksim::kernel::Work;
 using Impl = ndksim::kernel::Environment::Impl;
+
+namespace ndksim::kernel {
+namespace {
+
+// What the kernel runtime reads for a conversion, and the argument kinds that satisfy it (wdm.h's
+// NDKSIM_ARG_KIND: 1 an int or smaller, 2 a 64-bit integer, 3 a double, 4 a char string, 5 a WCHAR
+// string, 6 a UNICODE_STRING*, 7 an ANSI_STRING*, 8 any other pointer).
+struct Expected {
+  const char* what;
+  unsigned kinds;  // bit k: kind k is accepted
+};
+constexpr unsigned Bit(unsigned kind) { return 1u << kind; }
+constexpr unsigned kAnyPointer = Bit(4) | Bit(5) | Bit(6) | Bit(7) | Bit(8);
+
+const char* KindName(UCHAR kind) {
+  switch (kind) {
+    case 1: return "an int";
+    case 2: return "a 64-bit integer";
+    case 3: return "a double";
+    case 4: return "a char string";
+    case 5: return "a WCHAR string";
+    case 6: return "a UNICODE_STRING pointer";
+    case 7: return "an ANSI_STRING pointer";
+    default: return "a pointer";
+  }
+}
+
+}  // namespace
+
+// The first argument of a DbgPrint call whose kind its format's conversion does not take, or "":
+// Windows is LLP64, so %ld and %lx take 32 bits and %I64d, %lld, %Iu, %zu 64; %s takes a char
+// string, %ws and %S a WCHAR one, %Z an ANSI_STRING*, %wZ a UNICODE_STRING*. A string conversion
+// also takes an untyped pointer (a PVOID holding a string), and %p a 64-bit integer (a ULONG_PTR).
+std::string FormatMismatch(const char* format, ULONG count, const UCHAR* kinds) {
+  ULONG next = 1;  // kinds[0] is the format's own
+  const auto take = [&](const Expected& e, std::size_t at) -> std::string {
+    if (next >= count) {
+      return fmt::format("the conversion at offset {} reads {} that the call does not pass", at, e.what);
+    }
+    const UCHAR kind = kinds[next++];
+    if ((e.kinds & Bit(kind)) != 0) return {};
+    return fmt::format("argument {} is {}, but the conversion at offset {} reads {}", next - 1, KindName(kind), at,
+                       e.what);
+  };
+  for (std::size_t i = 0; format[i] != '\0'; ++i) {
+    if (format[i] != '%') continue;
+    const std::size_t at = i++;
+    if (format[i] == '%') continue;
+    while (format[i] != '\0' && std::strchr("-+ #0", format[i]) != nullptr) ++i;
+    const Expected star{"an int (a * width or precision)", Bit(1)};
+    if (format[i] == '*') {
+      if (std::string w = take(star, at); !w.empty()) return w;
+      ++i;
+    }
+    while (std::isdigit(static_cast<unsigned char>(format[i]))) ++i;
+    if (format[i] == '.') {
+      ++i;
+      if (format[i] == '*') {
+        if (std::string w = take(star, at); !w.empty()) return w;
+        ++i;
+      }
+      while (std::isdigit(static_cast<unsigned char>(format[i]))) ++i;
+    }
+    // The size prefix: 0 none, 1 short (h, hh), 2 32-bit (l, I32), 3 64-bit (ll, L, I64, I, z, j, t), 4 wide (w).
+    int size = 0;
+    if (std::strncmp(format + i, "I64", 3) == 0) {
+      size = 3, i += 3;
+    } else if (std::strncmp(format + i, "I32", 3) == 0) {
+      size = 2, i += 3;
+    } else if (format[i] == 'I' || format[i] == 'z' || format[i] == 'j' || format[i] == 't' || format[i] == 'L') {
+      size = 3, ++i;
+    } else if (format[i] == 'l' && format[i + 1] == 'l') {
+      size = 3, i += 2;
+    } else if (format[i] == 'l') {
+      size = 2, ++i;
+    } else if (format[i] == 'h') {
+      size = 1, i += format[i + 1] == 'h' ? 2 : 1;
+    } else if (format[i] == 'w') {
+      size = 4, ++i;
+    }
+    const char type = format[i];
+    if (type == '\0') break;
+    Expected e{"", 0};
+    switch (type) {
+      case 'd': case 'i': case 'o': case 'u': case 'x': case 'X':
+        e = size == 3 ? Expected{"a 64-bit integer", Bit(2)} : Expected{"a 32-bit integer", Bit(1)};
+        break;
+      case 'c': case 'C':
+        e = {"a character (an int)", Bit(1)};
+        break;
+      case 'e': case 'E': case 'f': case 'F': case 'g': case 'G': case 'a': case 'A':
+        e = {"a double", Bit(3)};
+        break;
+      case 'p':
+        e = {"a pointer", kAnyPointer | Bit(2)};
+        break;
+      case 's':
+        e = size == 2 || size == 4 ? Expected{"a WCHAR string", Bit(5) | Bit(8)} : Expected{"a char string", Bit(4) | Bit(8)};
+        break;
+      case 'S':
+        e = {"a WCHAR string", Bit(5) | Bit(8)};
+        break;
+      case 'Z':
+        e = size == 2 || size == 4 ? Expected{"a UNICODE_STRING pointer", Bit(6) | Bit(8)}
+                                   : Expected{"an ANSI_STRING pointer", Bit(7) | Bit(8)};
+        break;
+      default:
+        continue;  // %n and what the runtime does not know end the line there; they read nothing
+    }
+    if (std::string w = take(e, at); !w.empty()) return w;
+  }
+  return {};
+}
+
+}  // namespace ndksim::kernel
 
 namespace {
 
@@ -391,6 +507,22 @@ ULONG vDbgPrintEx(ULONG ComponentId, ULONG Level, PCCH Format, va_list arglist) 
   if (s.config.echo_debug_print) std::fprintf(stderr, "%s\n", line.c_str());
   s.debug_log.push_back(std::move(line));
   return STATUS_SUCCESS;
+}
+
+ULONG NdksimDbgPrintChecked(PCSTR File, ULONG Line, PCSTR Function, ULONG Count, const UCHAR* Kinds, ULONG ComponentId,
+                            ULONG Level, PCSTR Format, ...) {
+  Impl& s = CurrentEnvironment();
+  const std::string why = ndksim::kernel::FormatMismatch(Format, Count, Kinds);
+  if (!why.empty()) {
+    // The arguments are not read: reading one as what it is not is what the check prevents.
+    s.Fail("FORMAT", fmt::format("DbgPrint format \"{}\": {}", Format, why), Site{File, Line, Function});
+    return STATUS_SUCCESS;
+  }
+  va_list args;
+  va_start(args, Format);
+  const ULONG r = vDbgPrintEx(ComponentId, Level, Format, args);
+  va_end(args);
+  return r;
 }
 
 ULONG DbgPrint(PCSTR Format, ...) {

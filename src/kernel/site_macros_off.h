@@ -90,3 +90,5 @@
 #undef IoAcquireRemoveLockEx
 #undef IoReleaseRemoveLockEx
 #undef IoReleaseRemoveLockAndWaitEx
+#undef DbgPrint
+#undef DbgPrintEx

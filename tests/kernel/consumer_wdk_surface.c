@@ -835,6 +835,34 @@ void SurfaceDbgPrintExLong(void) { DbgPrintEx(DPFLTR_IHVNETWORK_ID, DPFLTR_ERROR
 
 void SurfaceKdPrintLong(void) { KdPrint(("%ld", (LONG)-9)); }
 
+/* ---- DbgPrint's formats checked against its arguments ---- */
+
+/* Every conversion with an argument of its kind: no report, and the line as Windows prints it. */
+void SurfaceDbgPrintCheckedFormats(void) {
+    UNICODE_STRING unicode;
+    ANSI_STRING ansi;
+    SIZE_T size = 3;
+    RtlInitUnicodeString(&unicode, L"u");
+    RtlInitAnsiString(&ansi, "a");
+    DbgPrint("%lu %I64u %Iu %zu %p %s %ws %wZ %Z %c %.1f %*d %hd%%", (ULONG)1, (ULONG64)2, size, size,
+             (PVOID)(ULONG_PTR)0x10, "s", L"w", &unicode, &ansi, 'c', 1.5, 3, 4, (SHORT)5);
+}
+
+/* The classic LLP64 slip: a pointer-sized value printed with %lu, which reads 32 bits on Windows. */
+void SurfaceDbgPrintUlongPtrWithLu(void) {
+    ULONG_PTR address = 0x123456789ULL;
+    DbgPrint("%lu\n", address);
+}
+
+/* A UNICODE_STRING given to %ws, which wants its Buffer (or %wZ for the string itself). */
+void SurfaceDbgPrintUnicodeStringWithWs(void) {
+    UNICODE_STRING name;
+    RtlInitUnicodeString(&name, L"x");
+    DbgPrint("%ws\n", &name);
+}
+
+void SurfaceDbgPrintTooFewArguments(void) { DbgPrint("%d and %d\n", 1); }
+
 static ULONG DebugPrintThroughAVaList(PCSTR Format, ...) {
     va_list args;
     ULONG status;

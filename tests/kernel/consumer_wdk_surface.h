@@ -164,6 +164,10 @@ void SurfaceDbgPrintWideString(void);        /* "[%ws]" of L"eth0" */
 void SurfaceDbgPrintCapitalS(void);          /* "[%S]" of L"eth1" */
 void SurfaceDbgPrintPointer(void);           /* "%p" of 0xABCD */
 void SurfaceDbgPrintExLong(void);            /* DbgPrintEx "%ld" of (LONG)-7 */
+void SurfaceDbgPrintCheckedFormats(void);     /* every conversion with an argument of its kind */
+void SurfaceDbgPrintUlongPtrWithLu(void);     /* "%lu" of a ULONG_PTR: reported (FORMAT) */
+void SurfaceDbgPrintUnicodeStringWithWs(void); /* "%ws" of a UNICODE_STRING*: reported */
+void SurfaceDbgPrintTooFewArguments(void);    /* "%d and %d" with one argument: reported */
 void SurfaceKdPrintLong(void);               /* KdPrint "%ld" of (LONG)-9 */
 void SurfaceVDbgPrintExLong(void);           /* vDbgPrintEx "%ld|%lu" of -11, 4000000000 */
 void SurfaceDbgPrintWideAtDispatchLevel(void); /* "%ws" at DISPATCH_LEVEL */

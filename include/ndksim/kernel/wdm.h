@@ -454,6 +454,66 @@ ULONG DbgPrintEx(ULONG ComponentId, ULONG Level, PCSTR Format, ...);
 ULONG vDbgPrintEx(ULONG ComponentId, ULONG Level, PCCH Format, va_list arglist);
 #define KdPrint(args) DbgPrint args
 #define KdPrintEx(args) DbgPrintEx args
+
+/* Format checking, at run time (C only). GCC's and clang's -Wformat check printf formats by LP64
+ * rules, where `long` is 64-bit, so they would flag correct Windows formats (%lu of a ULONG) and
+ * pass wrong ones (%lu of a ULONG_PTR). Instead each DbgPrint and DbgPrintEx call passes the kind of
+ * each of its arguments, taken by _Generic without evaluating them, and the environment checks the
+ * format against them by the Windows kernel runtime's rules: a mismatch fails the run (FORMAT) at
+ * the call. Up to 31 arguments after the format; define NDKSIM_NO_FORMAT_CHECK to call the plain
+ * functions. */
+#if !defined(__cplusplus) && !defined(NDKSIM_NO_FORMAT_CHECK)
+#define NDKSIM_ARG_KIND(x)                                                                                 \
+    _Generic((x), _Bool: 1, char: 1, signed char: 1, unsigned char: 1, short: 1, unsigned short: 1, int: 1, \
+             unsigned int: 1, long: 2, unsigned long: 2, long long: 2, unsigned long long: 2, float: 3,      \
+             double: 3, char *: 4, const char *: 4, unsigned short *: 5, const unsigned short *: 5,          \
+             UNICODE_STRING *: 6, const UNICODE_STRING *: 6, STRING *: 7, const STRING *: 7, default: 8)
+#define NDKSIM_NARG(...) NDKSIM_NARG_(__VA_ARGS__, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1)
+#define NDKSIM_NARG_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, _17, _18, _19, _20, _21, _22, _23, _24, _25, _26, _27, _28, _29, _30, _31, _32, N, ...) N
+#define NDKSIM_KINDS_CAT(a, b) a##b
+#define NDKSIM_KINDS_N(n, ...) NDKSIM_KINDS_CAT(NDKSIM_KINDS_, n)(__VA_ARGS__)
+#define NDKSIM_KINDS(...) NDKSIM_KINDS_N(NDKSIM_NARG(__VA_ARGS__), __VA_ARGS__)
+#define NDKSIM_KINDS_1(a) NDKSIM_ARG_KIND(a)
+#define NDKSIM_KINDS_2(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_1(__VA_ARGS__)
+#define NDKSIM_KINDS_3(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_2(__VA_ARGS__)
+#define NDKSIM_KINDS_4(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_3(__VA_ARGS__)
+#define NDKSIM_KINDS_5(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_4(__VA_ARGS__)
+#define NDKSIM_KINDS_6(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_5(__VA_ARGS__)
+#define NDKSIM_KINDS_7(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_6(__VA_ARGS__)
+#define NDKSIM_KINDS_8(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_7(__VA_ARGS__)
+#define NDKSIM_KINDS_9(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_8(__VA_ARGS__)
+#define NDKSIM_KINDS_10(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_9(__VA_ARGS__)
+#define NDKSIM_KINDS_11(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_10(__VA_ARGS__)
+#define NDKSIM_KINDS_12(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_11(__VA_ARGS__)
+#define NDKSIM_KINDS_13(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_12(__VA_ARGS__)
+#define NDKSIM_KINDS_14(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_13(__VA_ARGS__)
+#define NDKSIM_KINDS_15(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_14(__VA_ARGS__)
+#define NDKSIM_KINDS_16(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_15(__VA_ARGS__)
+#define NDKSIM_KINDS_17(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_16(__VA_ARGS__)
+#define NDKSIM_KINDS_18(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_17(__VA_ARGS__)
+#define NDKSIM_KINDS_19(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_18(__VA_ARGS__)
+#define NDKSIM_KINDS_20(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_19(__VA_ARGS__)
+#define NDKSIM_KINDS_21(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_20(__VA_ARGS__)
+#define NDKSIM_KINDS_22(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_21(__VA_ARGS__)
+#define NDKSIM_KINDS_23(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_22(__VA_ARGS__)
+#define NDKSIM_KINDS_24(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_23(__VA_ARGS__)
+#define NDKSIM_KINDS_25(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_24(__VA_ARGS__)
+#define NDKSIM_KINDS_26(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_25(__VA_ARGS__)
+#define NDKSIM_KINDS_27(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_26(__VA_ARGS__)
+#define NDKSIM_KINDS_28(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_27(__VA_ARGS__)
+#define NDKSIM_KINDS_29(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_28(__VA_ARGS__)
+#define NDKSIM_KINDS_30(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_29(__VA_ARGS__)
+#define NDKSIM_KINDS_31(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_30(__VA_ARGS__)
+#define NDKSIM_KINDS_32(a, ...) NDKSIM_ARG_KIND(a), NDKSIM_KINDS_31(__VA_ARGS__)
+ULONG NdksimDbgPrintChecked(PCSTR File, ULONG Line, PCSTR Function, ULONG Count, const UCHAR *Kinds, ULONG ComponentId,
+                            ULONG Level, PCSTR Format, ...);
+#define DbgPrint(...)                                                                                    \
+    NdksimDbgPrintChecked(__FILE__, __LINE__, __func__, NDKSIM_NARG(__VA_ARGS__),                        \
+                          (const UCHAR[]){NDKSIM_KINDS(__VA_ARGS__)}, DPFLTR_DEFAULT_ID, DPFLTR_ERROR_LEVEL, __VA_ARGS__)
+#define DbgPrintEx(ComponentId, Level, ...)                                                                \
+    NdksimDbgPrintChecked(__FILE__, __LINE__, __func__, NDKSIM_NARG(__VA_ARGS__),                        \
+                          (const UCHAR[]){NDKSIM_KINDS(__VA_ARGS__)}, (ComponentId), (Level), __VA_ARGS__)
+#endif
 VOID DbgBreakPoint(VOID);
 /* A failed assertion fails the run with the expression and the site, as a checked kernel's
  * assertion breaks into the debugger. NT_ASSERT is active in every build, like Driver Verifier. */
