@@ -36,6 +36,7 @@ namespace {
     reinterpret_cast<const void*>(&ExAcquireFastMutex),           // locks.cc
     reinterpret_cast<const void*>(&IoCompleteRequest),            // io_manager.cc
     reinterpret_cast<const void*>(&IoCsqInitialize),              // io_queues.cc
+    reinterpret_cast<const void*>(&InitializeSListHead),          // runtime.cc
     reinterpret_cast<const void*>(&WskRegister),                  // wsk.cc
     reinterpret_cast<const void*>(&RtlIpv4StringToAddressA),      // ip2string.cc
     reinterpret_cast<const void*>(&RtlStringCbCopyA),             // strsafe.cc

@@ -119,7 +119,8 @@ std::uint32_t Start(Environment& env, Impl& s, DeviceOpen& open, UCHAR major, st
   DeviceOpen* const from = &open;
   s.StartKernelThread(fmt::format("user!{}", MajorName(major)), open.machine, open.driver, [&s, &request, from, major] {
     DeviceOpen& open = *from;
-    auto record = std::make_unique<IrpRecord>();
+    request.record = std::make_unique<IrpRecord>();
+    IrpRecord* const record = request.record.get();
     IRP& irp = record->irp;
     IO_STACK_LOCATION& stack = record->stack;
     irp.Type = IO_TYPE_IRP;
@@ -134,7 +135,7 @@ std::uint32_t Start(Environment& env, Impl& s, DeviceOpen& open, UCHAR major, st
     stack.FileObject = &open.file;
     Dispatcher::InitializeEvent(record->done, DispatcherObject::Kind::kNotificationEvent, false);
     if (request.setup) request.setup(request, irp, stack);
-    s.outstanding_irps[&irp] = record.get();
+    s.outstanding_irps[&irp] = record;
     PDRIVER_DISPATCH dispatch = open.device->DriverObject->MajorFunction[major];
     NTSTATUS status;
     if (dispatch == nullptr) {

@@ -175,6 +175,9 @@ struct IoRequest {
   PMDL mdl = nullptr;             // the output's MDL (the direct methods)
   std::function<void(IoRequest&, IRP&, IO_STACK_LOCATION&)> setup;
   std::function<void(IoRequest&, const IRP&)> finish;
+  // The request's IRP: owned here, not by the thread that waits for it, so that one the run leaves
+  // pending (its thread never resumes) goes with the environment.
+  std::unique_ptr<IrpRecord> record;
 };
 
 // IoCreateSymbolicLink's link: the device name it stands for, the driver that made it, its name.

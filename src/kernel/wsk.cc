@@ -293,6 +293,10 @@ NETIO_STATUS TextToLuid(std::string (*text_of)(const Interface&), const WCHAR* t
 }  // namespace
 
 extern "C" {
+const NPIID NPI_WSK_INTERFACE_ID = {0x2227E803, 0x8D8B, 0x11D4, {0xAB, 0xAD, 0x00, 0x90, 0x27, 0x71, 0x9E, 0x09}};
+}
+
+extern "C" {
 
 NETIO_STATUS ConvertInterfaceLuidToAlias(const NET_LUID* InterfaceLuid, PWSTR InterfaceAlias, SIZE_T Length) {
   return LuidToText(&AliasOf, InterfaceLuid, InterfaceAlias, Length);

@@ -3,7 +3,8 @@
  * CTL_CODE and the method and access constants itself, included before <ntddk.h>; GUIDs named with
  * DEFINE_GUID and defined by the file that includes <initguid.h>; constant UNICODE_STRINGs. */
 #define FILE_DEVICE_NDKSIM_TEST 0x8123
-#define CTL_CODE(DeviceType, Function, Method, Access) (((DeviceType) << 16) | ((Access) << 14) | ((Function) << 2) | (Method))
+#define CTL_CODE(DeviceType, Function, Method, Access) \
+    (((unsigned long)(DeviceType) << 16) | ((Access) << 14) | ((Function) << 2) | (Method))
 #define METHOD_BUFFERED 0
 #define FILE_ANY_ACCESS 0
 #define IOCTL_HEADERS_TEST CTL_CODE(FILE_DEVICE_NDKSIM_TEST, 0x801, METHOD_BUFFERED, FILE_ANY_ACCESS)

@@ -18,6 +18,15 @@
 #define NDKSIM_GUID_DEFINITION
 #endif
 
+/* A GUID argument: a reference in C++, a pointer in C (the same in the ABI). */
+#ifndef REFGUID
+#ifdef __cplusplus
+#define REFGUID const GUID &
+#else
+#define REFGUID const GUID *
+#endif
+#endif
+
 #ifndef NDKSIM_GUID_COMPARISON_DEFINED
 #define NDKSIM_GUID_COMPARISON_DEFINED
 #define InlineIsEqualGUID(rguid1, rguid2) (memcmp((rguid1), (rguid2), sizeof(GUID)) == 0)

@@ -19,6 +19,7 @@
 
 #include "ndksim/ntstatus.h"
 #include "guiddef.h"
+#include "sdkddkver.h"
 #include "ndksim/wdk_types.h"
 #include "sal.h"
 
@@ -425,6 +426,7 @@ typedef struct _STRING {
     USHORT MaximumLength;
     PCHAR Buffer;
 } STRING, ANSI_STRING, *PSTRING, *PANSI_STRING;
+typedef const STRING *PCSTRING, *PCANSI_STRING;
 VOID RtlInitUnicodeString(PUNICODE_STRING DestinationString, PCWSTR SourceString);
 VOID RtlInitAnsiString(PANSI_STRING DestinationString, PCSZ SourceString);
 BOOLEAN RtlEqualUnicodeString(PCUNICODE_STRING String1, PCUNICODE_STRING String2, BOOLEAN CaseInSensitive);
@@ -1551,6 +1553,167 @@ VOID IoReleaseRemoveLockAndWaitEx(PIO_REMOVE_LOCK RemoveLock, PVOID Tag, ULONG R
 #define IoReleaseRemoveLock(RemoveLock, Tag) IoReleaseRemoveLockEx((RemoveLock), (Tag), sizeof(IO_REMOVE_LOCK))
 #define IoReleaseRemoveLockAndWait(RemoveLock, Tag) \
     IoReleaseRemoveLockAndWaitEx((RemoveLock), (Tag), sizeof(IO_REMOVE_LOCK))
+
+/* ---- what public drivers use besides (a survey of WDK samples and kernel NDK/WSK consumers) ---- */
+
+/* ntdef.h and windef.h's other names for the base types. */
+typedef ULONG DWORD;
+typedef ULONG_PTR UINT_PTR;
+typedef GUID *PGUID, *LPGUID;
+typedef PWSTR LPWSTR;
+typedef PCWSTR LPCWSTR;
+typedef PVOID PSECURITY_DESCRIPTOR;
+#define UNICODE_NULL ((WCHAR)0)
+#define RtlCopyBytes RtlCopyMemory
+#define Int32x32To64(a, b) ((LONGLONG)(LONG)(a) * (LONGLONG)(LONG)(b))
+#define UInt32x32To64(a, b) ((ULONGLONG)(ULONG)(a) * (ULONGLONG)(ULONG)(b))
+
+/* excpt.h's lower-case spellings of the structured exception keywords, in C (see "Structured
+ * exceptions" in docs/kernel.md: the handler never runs here; `leave` is a compile error). */
+#ifndef __cplusplus
+#define try __try
+#define except __except
+#define finally __finally
+#define leave __leave
+#endif
+
+/* Thread priorities (KeSetPriorityThread). */
+#define LOW_PRIORITY 0
+#define LOW_REALTIME_PRIORITY 16
+#define HIGH_PRIORITY 31
+#define MAXIMUM_PRIORITY 32
+
+/* Access rights a driver asks for when it references an object by handle. */
+#define DELETE 0x00010000L
+#define SYNCHRONIZE 0x00100000L
+#define STANDARD_RIGHTS_REQUIRED 0x000F0000L
+#define STANDARD_RIGHTS_ALL 0x001F0000L
+#define EVENT_QUERY_STATE 0x0001
+#define EVENT_MODIFY_STATE 0x0002
+#define EVENT_ALL_ACCESS (STANDARD_RIGHTS_REQUIRED | SYNCHRONIZE | 0x3)
+#define FILE_READ_DATA 0x0001
+#define FILE_WRITE_DATA 0x0002
+#define FILE_APPEND_DATA 0x0004
+
+/* Device types and flags drivers name in their CTL_CODEs and device objects. */
+#define FILE_DEVICE_BUS_EXTENDER 0x0000002a
+#define FILE_DEVICE_SCSI 0x0000001b
+#define FILE_DEVICE_NETWORK 0x00000012
+#define DO_POWER_PAGABLE 0x00002000
+
+/* The driver runtime's NX opt-in: NonPagedPool requests become NonPagedPoolNx. The environment's
+ * pool is never executable, so there is nothing to change. */
+#define DrvRtPoolNxOptIn 0x00000001
+FORCEINLINE VOID ExInitializeDriverRuntime(ULONG RuntimeFlags) { (void)RuntimeFlags; }
+
+/* Pool charged to the current process's quota, zeroed: the environment has no process quota, so
+ * as ExAllocatePoolZero; with POOL_QUOTA_FAIL_INSTEAD_OF_RAISE a failure returns NULL (the pool
+ * does not fail here). */
+#define POOL_QUOTA_FAIL_INSTEAD_OF_RAISE 8
+#define ExAllocatePoolQuotaZero(PoolType, NumberOfBytes, Tag) \
+    ExAllocatePoolZero((POOL_TYPE)((PoolType) & ~POOL_QUOTA_FAIL_INSTEAD_OF_RAISE), (NumberOfBytes), (Tag))
+#define ExAllocatePoolWithQuotaTag(PoolType, NumberOfBytes, Tag) \
+    ExAllocatePoolWithTag((POOL_TYPE)((PoolType) & ~POOL_QUOTA_FAIL_INSTEAD_OF_RAISE), (NumberOfBytes), (Tag))
+
+/* Cache flushes around DMA: x86 and x64 keep DMA coherent, so the WDK's own is empty there. */
+#define KeFlushIoBuffers(Mdl, ReadOperation, DmaOperation) ((void)(Mdl), (void)(ReadOperation), (void)(DmaOperation))
+
+/* One processor, processor 0 of group 0 (see KeQueryActiveProcessorCountEx): affinity is only
+ * kept and given back. */
+FORCEINLINE VOID KeSetSystemGroupAffinityThread(PGROUP_AFFINITY Affinity, PGROUP_AFFINITY PreviousAffinity) {
+    (void)Affinity;
+    if (PreviousAffinity != NULL) {
+        memset(PreviousAffinity, 0, sizeof(*PreviousAffinity));
+        PreviousAffinity->Mask = 1;
+    }
+}
+FORCEINLINE VOID KeRevertToUserGroupAffinityThread(PGROUP_AFFINITY PreviousAffinity) { (void)PreviousAffinity; }
+
+/* MSVC intrinsics drivers use directly. */
+#define _InlineInterlockedAdd64 InterlockedAdd64
+FORCEINLINE BOOLEAN _interlockedbittestandset(LONG volatile *Base, LONG Offset) {
+    const LONG bit = (LONG)(1u << (Offset & 31));
+    return (BOOLEAN)((__atomic_fetch_or(Base + (Offset >> 5), bit, __ATOMIC_SEQ_CST) & bit) != 0);
+}
+FORCEINLINE BOOLEAN _interlockedbittestandreset(LONG volatile *Base, LONG Offset) {
+    const LONG bit = (LONG)(1u << (Offset & 31));
+    return (BOOLEAN)((__atomic_fetch_and(Base + (Offset >> 5), ~bit, __ATOMIC_SEQ_CST) & bit) != 0);
+}
+#define InterlockedBitTestAndSet _interlockedbittestandset
+#define InterlockedBitTestAndReset _interlockedbittestandreset
+#define __popcnt16(v) ((USHORT)__builtin_popcount((USHORT)(v)))
+#define __popcnt(v) ((ULONG)__builtin_popcount((ULONG)(v)))
+#define __popcnt64(v) ((ULONG64)__builtin_popcountll((ULONG64)(v)))
+#define _mm_mfence() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#define __nop() ((void)0)
+/* A breakpoint stops the run as a bug check does: the report names the site. */
+#define __debugbreak() DbgBreakPoint()
+
+/* Interlocked singly linked lists (SLIST_HEADER): a LIFO of entries, taken and given whole. */
+typedef struct _SLIST_ENTRY {
+    struct _SLIST_ENTRY *Next;
+} SLIST_ENTRY, *PSLIST_ENTRY;
+typedef union DECLSPEC_ALIGN(16) _SLIST_HEADER {
+    struct {
+        PSLIST_ENTRY Next;
+        ULONGLONG Depth;
+    } Header;
+    ULONGLONG Alignment[2];
+} SLIST_HEADER, *PSLIST_HEADER;
+VOID InitializeSListHead(PSLIST_HEADER SListHead);
+/* Each returns the previous first entry (NULL if the list was empty). Any IRQL. */
+PSLIST_ENTRY InterlockedPushEntrySList(PSLIST_HEADER SListHead, PSLIST_ENTRY SListEntry);
+PSLIST_ENTRY InterlockedPopEntrySList(PSLIST_HEADER SListHead);
+PSLIST_ENTRY InterlockedFlushSList(PSLIST_HEADER SListHead);
+USHORT QueryDepthSList(PSLIST_HEADER SListHead);
+#define ExInterlockedPushEntrySList(Head, Entry, Lock) InterlockedPushEntrySList((Head), (Entry))
+#define ExInterlockedPopEntrySList(Head, Lock) InterlockedPopEntrySList((Head))
+#define ExInterlockedFlushSList(Head) InterlockedFlushSList((Head))
+#define ExQueryDepthSList(Head) QueryDepthSList((Head))
+
+/* Counted strings. RtlInitEmptyUnicodeString as ntdef.h; the allocating conversions take pool
+ * (tag 'Strg', charged to the caller's driver) that RtlFreeUnicodeString/RtlFreeAnsiString give
+ * back. */
+#define RtlInitEmptyUnicodeString(UnicodeString, Buf, Size) \
+    ((UnicodeString)->Buffer = (Buf), (UnicodeString)->Length = 0, (UnicodeString)->MaximumLength = (USHORT)(Size))
+#define RtlInitEmptyAnsiString(AnsiString, Buf, Size) \
+    ((AnsiString)->Buffer = (Buf), (AnsiString)->Length = 0, (AnsiString)->MaximumLength = (USHORT)(Size))
+VOID RtlCopyUnicodeString(PUNICODE_STRING DestinationString, PCUNICODE_STRING SourceString);
+NTSTATUS RtlAppendUnicodeStringToString(PUNICODE_STRING Destination, PCUNICODE_STRING Source);
+NTSTATUS RtlAppendUnicodeToString(PUNICODE_STRING Destination, PCWSTR Source);
+NTSTATUS RtlAnsiStringToUnicodeString(PUNICODE_STRING DestinationString, PCANSI_STRING SourceString,
+                                      BOOLEAN AllocateDestinationString);
+NTSTATUS RtlUnicodeStringToAnsiString(PANSI_STRING DestinationString, PCUNICODE_STRING SourceString,
+                                      BOOLEAN AllocateDestinationString);
+VOID RtlFreeUnicodeString(PUNICODE_STRING UnicodeString);
+VOID RtlFreeAnsiString(PANSI_STRING AnsiString);
+NTSTATUS RtlUnicodeStringToInteger(PCUNICODE_STRING String, ULONG Base, PULONG Value);
+NTSTATUS RtlIntegerToUnicodeString(ULONG Value, ULONG Base, PUNICODE_STRING String);
+/* "{xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx}" in upper case, in pool RtlFreeUnicodeString frees. */
+NTSTATUS RtlStringFromGUID(REFGUID Guid, PUNICODE_STRING GuidString);
+NTSTATUS RtlGUIDFromString(PCUNICODE_STRING GuidString, GUID *Guid);
+
+/* The system event log: an entry a driver allocates and writes goes to the debug log here
+ * (Environment::DebugLog), as "error log: code 0x..., status 0x...". */
+typedef struct _IO_ERROR_LOG_PACKET {
+    UCHAR MajorFunctionCode;
+    UCHAR RetryCount;
+    USHORT DumpDataSize;
+    USHORT NumberOfStrings;
+    USHORT StringOffset;
+    USHORT EventCategory;
+    NTSTATUS ErrorCode;
+    ULONG UniqueErrorValue;
+    NTSTATUS FinalStatus;
+    ULONG SequenceNumber;
+    ULONG IoControlCode;
+    LARGE_INTEGER DeviceOffset;
+    ULONG DumpData[1];
+} IO_ERROR_LOG_PACKET, *PIO_ERROR_LOG_PACKET;
+#define ERROR_LOG_MAXIMUM_SIZE 240
+PVOID IoAllocateErrorLogEntry(PVOID IoObject, UCHAR EntrySize);
+VOID IoWriteErrorLogEntry(PVOID ElEntry);
+VOID IoFreeErrorLogEntry(PVOID ElEntry);
 
 #ifdef __cplusplus
 } /* extern "C" */

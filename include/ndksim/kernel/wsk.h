@@ -22,6 +22,12 @@ extern "C" {
 #define WSK_NO_WAIT 0
 #define WSK_INFINITE_WAIT 0xffffffff
 
+/* The WSK network programming interface's identifier (netiodef.h's NPIID), which event callback
+ * controls name. */
+typedef GUID NPIID;
+typedef const NPIID *PNPIID;
+extern const NPIID NPI_WSK_INTERFACE_ID;
+
 typedef struct _WSK_CLIENT WSK_CLIENT, *PWSK_CLIENT;
 typedef NTSTATUS(WSKAPI *PFN_WSK_CLIENT_EVENT)(PVOID ClientContext, ULONG EventType, PVOID Information,
                                                  SIZE_T InformationLength);
