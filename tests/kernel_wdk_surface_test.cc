@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "kernel/consumer_headers.h"
+#include "kernel/consumer_ndk_wrappers.h"
 #include "kernel/consumer_services.h"
 #include "kernel/consumer_wdk_surface.h"
 #include "ndksim/fabric.h"
@@ -118,6 +119,12 @@ class WdkSurfaceKernel : public WdkSurface {
 // WDK headers redefined it, an error under -Werror) and keeps its codes.
 TEST(WdkHeaders, AnIoctlHeaderThatDefinesCtlCodeFirstCompilesBesideTheWdk) {
   EXPECT_EQ(HeadersIoctlCode(), (0x8123u << 16) | (0x801u << 2));
+}
+
+// Microsoft's RdmaSample defines an NdkSend, NdkReceive, NdkFastRegister ... of its own: header
+// macros named after the NDK entries (which recorded call sites) broke its declarations.
+TEST(WdkHeaders, AConsumersOwnFunctionsNamedAfterNdkEntriesCompile) {
+  EXPECT_EQ(WrappersNamedAfterNdkEntriesCompile(), 3);
 }
 
 TEST(WdkHeaders, DefineGuidDefinesInTheFileWithInitguidAndDeclaresElsewhere) {

@@ -50,15 +50,21 @@ void Violation(Impl& s, const char* check, const std::string& what, const Site& 
   s.pending_failure = s.MakeError(check, what, at);
 }
 
-// Where a consumer's NDK call came from when the headers' macros did not record it (a call through
-// a pointer of its own): the code's object and offset, as `addr2line -e <object> <offset>` takes them.
-std::string CalledFrom(const Site& at, const void* return_address) {
-  if (at.file != nullptr) return {};
+// Where a consumer's NDK call came from: the calling code's object and offset, as
+// `addr2line -e <object> <offset>` takes them, and the nearest exported function before it. NDK
+// calls go through dispatch tables, and consumers name functions of their own after the entries
+// (Microsoft's RdmaSample has an NdkSend of three arguments), so no header macro can record the
+// site by the entry's name; the return address is the site.
+std::string CalledFrom(const void* return_address) {
   Dl_info info{};
   if (dladdr(return_address, &info) == 0 || info.dli_fname == nullptr) {
     return fmt::format(", called from {}", return_address);
   }
-  const auto offset = reinterpret_cast<std::uintptr_t>(return_address) - reinterpret_cast<std::uintptr_t>(info.dli_fbase);
+  const auto address = reinterpret_cast<std::uintptr_t>(return_address);
+  const auto offset = address - reinterpret_cast<std::uintptr_t>(info.dli_fbase);
+  if (info.dli_sname != nullptr && info.dli_saddr != nullptr) {
+    return fmt::format(", called from {}+{:#x} (in or after {})", info.dli_fname, offset, info.dli_sname);
+  }
   return fmt::format(", called from {}+{:#x}", info.dli_fname, offset);
 }
 
@@ -468,9 +474,7 @@ struct Entry<Slot> {
 
   static R Call(A... args) {
     Impl& s = CurrentEnvironment();
-    // The site the headers' macros recorded for this call (wskndk.h), or where it returns to.
-    const Site at = s.TakeSite();
-    const void* const from = __builtin_return_address(0);
+    const void* const from = __builtin_return_address(0);  // in the consumer: the call site
     s.PreemptionPoint(s.config.preemption.ndk_calls, name);
     auto* header = reinterpret_cast<NDK_OBJECT_HEADER*>(std::get<0>(std::tie(args...)));
     NdkObjectRecord* found = RecordOf(header);
@@ -481,8 +485,7 @@ struct Entry<Slot> {
       Violation(s, "NDK_CLOSED",
                 fmt::format("{} on a {} that is {} (no call may follow the start of its close){}", name,
                             TypeName(object.type), IsClosed(object) ? "closed" : StateName(object.state),
-                            CalledFrom(at, from)),
-                at);
+                            CalledFrom(from)));
       // The provider is not called: the object may be gone. On a callback's stack the failure
       // is thrown once the callback returns.
       if (s.scheduler.InThread()) s.ThrowPendingFailure();
@@ -511,7 +514,7 @@ struct Entry<Slot> {
       } else {
         const std::string breach = ArgumentBreach<Slot>(object, args...);
         R result = (provider.*Slot)(args...);
-        if constexpr (std::is_same_v<R, NTSTATUS>) Report(s, breach, result, at, from);
+        if constexpr (std::is_same_v<R, NTSTATUS>) Report(s, breach, result, from);
         AfterCall(s);
         return result;
       }
@@ -528,7 +531,7 @@ struct Entry<Slot> {
       NoteLimits<Slot>(r.created, object, args...);
       RouteAll<Sh>(s, object, name, r, routed, std::index_sequence_for<A...>{});
       const NTSTATUS status = std::apply(provider.*Slot, routed);
-      Report(s, breach, status, at, from);
+      Report(s, breach, status, from);
       if constexpr (Sh::kCreates) {
         // Created inline: the object is in the out-parameter (ref §4.1: never when pending).
         if (status != STATUS_PENDING && r.created->state == NdkObjectRecord::State::kCreating) {
@@ -559,12 +562,11 @@ struct Entry<Slot> {
   }
 
   // A breach of an argument rule, reported once the provider has given its status.
-  static void Report(Impl& s, const std::string& breach, NTSTATUS status, const Site& at, const void* from) {
+  static void Report(Impl& s, const std::string& breach, NTSTATUS status, const void* from) {
     if (breach.empty()) return;
     Violation(s, "NDK_ARGUMENT",
               fmt::format("{}: {}; the provider returned {:#010x}{}", name, breach, static_cast<std::uint32_t>(status),
-                          CalledFrom(at, from)),
-              at);
+                          CalledFrom(from)));
   }
 };
 

@@ -25,21 +25,6 @@ typedef struct _WSK_PROVIDER_NDK_DISPATCH {
 
 #define WSKNDK_GET_WSK_PROVIDER_NDK_DISPATCH ((ULONG)0x4E444B44) /* 'NDKD' */
 
-/* The call site of each NDK call whose arguments the environment's NDK layer checks, for its
- * NDK_ARGUMENT reports (docs/kernel.md, "The NDK layer"): `pQp->Dispatch->NdkFastRegister(pQp, ...)`
- * records its file and line, then calls the dispatch entry with the same arguments. A call through
- * a function pointer of the consumer's own is reported by its return address instead. */
-#define NDKSIM_NDK_AT(Object) (NdksimSetSite(__FILE__, __LINE__, __func__), (Object))
-#define NdkSend(Qp, ...) NdkSend(NDKSIM_NDK_AT(Qp), __VA_ARGS__)
-#define NdkSendAndInvalidate(Qp, ...) NdkSendAndInvalidate(NDKSIM_NDK_AT(Qp), __VA_ARGS__)
-#define NdkWrite(Qp, ...) NdkWrite(NDKSIM_NDK_AT(Qp), __VA_ARGS__)
-#define NdkRead(Qp, ...) NdkRead(NDKSIM_NDK_AT(Qp), __VA_ARGS__)
-#define NdkReceive(Qp, ...) NdkReceive(NDKSIM_NDK_AT(Qp), __VA_ARGS__)
-#define NdkSrqReceive(Srq, ...) NdkSrqReceive(NDKSIM_NDK_AT(Srq), __VA_ARGS__)
-#define NdkBind(Qp, ...) NdkBind(NDKSIM_NDK_AT(Qp), __VA_ARGS__)
-#define NdkInvalidate(Qp, ...) NdkInvalidate(NDKSIM_NDK_AT(Qp), __VA_ARGS__)
-#define NdkFastRegister(Qp, ...) NdkFastRegister(NDKSIM_NDK_AT(Qp), __VA_ARGS__)
-#define NdkInitializeFastRegisterMr(Mr, ...) NdkInitializeFastRegisterMr(NDKSIM_NDK_AT(Mr), __VA_ARGS__)
 
 #ifdef __cplusplus
 } /* extern "C" */
