@@ -189,6 +189,32 @@ IoRequest& RequestOf(Impl& s, PendingIo io) {
   return *it->second;
 }
 
+// Describes the program's `buffer` by an MDL of the request's (the direct I/O methods); freed when
+// the request finishes. No MDL for an empty buffer.
+PMDL DescribeByMdl(IoRequest& r, std::span<std::byte> buffer) {
+  if (!buffer.empty()) {
+    r.mdl = IoAllocateMdl(buffer.data(), static_cast<ULONG>(buffer.size()), FALSE, FALSE, nullptr);
+    if (r.mdl != nullptr) MmBuildMdlForNonPagedPool(r.mdl);
+  }
+  return r.mdl;
+}
+
+// A buffered request's output as the I/O manager copies it back: the Information bytes the driver
+// left in the system buffer, unless the status is an error (a warning such as
+// STATUS_BUFFER_OVERFLOW returns the part that fits, as on Windows). More than `output` holds is
+// reported; `what` names the request and `whose` its buffer in the report.
+void CopyBackBuffered(Impl& s, const IoRequest& r, const IRP& irp, std::span<std::byte> output, const char* what,
+                      const char* whose) {
+  if (NT_ERROR(irp.IoStatus.Status)) return;
+  if (irp.IoStatus.Information > output.size()) {
+    s.Fail("IRP", fmt::format("{} completed with Information {}, more than {} {} bytes", what,
+                              irp.IoStatus.Information, whose, output.size()),
+           Site{});
+    return;
+  }
+  std::copy_n(r.system.begin(), irp.IoStatus.Information, output.begin());
+}
+
 DeviceOpen& OpenOf(Impl& s, DeviceHandle handle) {
   if (handle.id == 0 || handle.id > s.device_opens.size() || s.device_opens[handle.id - 1]->closed) {
     throw std::logic_error("a DeviceHandle that is not open");
@@ -242,24 +268,11 @@ PendingIo Environment::StartDeviceIoControl(DeviceHandle handle, std::uint32_t c
       return;
     }
     irp.AssociatedIrp.SystemBuffer = r.system.empty() ? nullptr : r.system.data();
-    if (method != METHOD_BUFFERED && !output.empty()) {
-      r.mdl = IoAllocateMdl(output.data(), static_cast<ULONG>(output.size()), FALSE, FALSE, nullptr);
-      if (r.mdl != nullptr) MmBuildMdlForNonPagedPool(r.mdl);
-      irp.MdlAddress = r.mdl;
-    }
+    if (method != METHOD_BUFFERED) irp.MdlAddress = DescribeByMdl(r, output);
   };
   request->finish = [&s, method, output](IoRequest& r, const IRP& irp) {
-    // As on Windows, whatever is not an error copies back: a warning (STATUS_BUFFER_OVERFLOW) with
-    // the part that fits, too.
-    if (method == METHOD_BUFFERED && !NT_ERROR(irp.IoStatus.Status)) {
-      if (irp.IoStatus.Information > output.size()) {
-        s.Fail("IRP", fmt::format("a METHOD_BUFFERED request completed with Information {}, more than its output "
-                                  "buffer's {} bytes",
-                                  irp.IoStatus.Information, output.size()),
-               Site{});
-        return;
-      }
-      std::copy_n(r.system.begin(), irp.IoStatus.Information, output.begin());
+    if (method == METHOD_BUFFERED) {
+      CopyBackBuffered(s, r, irp, output, "a METHOD_BUFFERED request", "its output buffer's");
     }
     if (r.mdl != nullptr) IoFreeMdl(r.mdl);
   };
@@ -290,26 +303,13 @@ PendingIo StartTransfer(Environment& env, Impl& s, DeviceOpen& open, UCHAR major
     if (buffered) {
       irp.AssociatedIrp.SystemBuffer = r.system.empty() ? nullptr : r.system.data();
     } else if (direct) {
-      if (!buffer.empty()) {
-        r.mdl = IoAllocateMdl(buffer.data(), static_cast<ULONG>(buffer.size()), FALSE, FALSE, nullptr);
-        if (r.mdl != nullptr) MmBuildMdlForNonPagedPool(r.mdl);
-      }
-      irp.MdlAddress = r.mdl;
+      irp.MdlAddress = DescribeByMdl(r, buffer);
     } else {
       irp.UserBuffer = buffer.data();
     }
   };
   request->finish = [&s, major, buffer, buffered](IoRequest& r, const IRP& irp) {
-    // As for a buffered device control: what is not an error copies back.
-    if (buffered && major == IRP_MJ_READ && !NT_ERROR(irp.IoStatus.Status)) {
-      if (irp.IoStatus.Information > buffer.size()) {
-        s.Fail("IRP", fmt::format("a buffered read completed with Information {}, more than its buffer's {} bytes",
-                                  irp.IoStatus.Information, buffer.size()),
-               Site{});
-        return;
-      }
-      std::copy_n(r.system.begin(), irp.IoStatus.Information, buffer.begin());
-    }
+    if (buffered && major == IRP_MJ_READ) CopyBackBuffered(s, r, irp, buffer, "a buffered read", "its buffer's");
     if (r.mdl != nullptr) IoFreeMdl(r.mdl);
   };
   return PendingIo{Start(env, s, open, major, std::move(request))};

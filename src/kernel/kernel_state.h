@@ -34,6 +34,8 @@ struct Site {
   const char* function = nullptr;
 };
 std::string Describe(const Site& site);
+// A WCHAR in the ANSI code page, which is ISO 8859-1 here: above 0xFF it becomes '?'.
+constexpr char AnsiOf(WCHAR c) { return c <= 0xFF ? static_cast<char>(c) : '?'; }
 // The first argument of a DbgPrint call (count arguments, the format's included, of wdm.h's kinds)
 // that its format does not take by the Windows kernel runtime's rules, described; "" if none.
 std::string FormatMismatch(const char* format, ULONG count, const UCHAR* kinds);

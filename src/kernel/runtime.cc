@@ -20,9 +20,6 @@ namespace {
 // RtlFreeUnicodeString and RtlFreeAnsiString.
 constexpr ULONG kStringTag = 0x67727453;  // 'Strg'
 
-// ANSI here is ISO 8859-1, as for <ntstrsafe.h>: a WCHAR above 0xFF becomes '?'.
-char Narrow(WCHAR c) { return c <= 0xFF ? static_cast<char>(c) : '?'; }
-
 // Null-terminates a counted string's buffer when a terminator fits behind its Length.
 template <typename Char, typename Counted>
 void TerminateIfRoom(Counted* s) {
@@ -134,7 +131,7 @@ NTSTATUS RtlUnicodeStringToAnsiString(PANSI_STRING DestinationString, PCUNICODE_
   } else if (chars > DestinationString->MaximumLength) {
     return STATUS_BUFFER_OVERFLOW;
   }
-  for (USHORT i = 0; i < chars; ++i) DestinationString->Buffer[i] = Narrow(SourceString->Buffer[i]);
+  for (USHORT i = 0; i < chars; ++i) DestinationString->Buffer[i] = ndksim::kernel::AnsiOf(SourceString->Buffer[i]);
   DestinationString->Length = chars;
   TerminateIfRoom<char>(DestinationString);
   return STATUS_SUCCESS;

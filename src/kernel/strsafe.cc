@@ -57,7 +57,7 @@ constexpr To Recode(From from) {
   } else if constexpr (std::is_same_v<To, WCHAR>) {
     return static_cast<WCHAR>(static_cast<unsigned char>(from));
   } else {
-    return from <= 0xFF ? static_cast<char>(from) : '?';
+    return ndksim::kernel::AnsiOf(from);
   }
 }
 
