@@ -127,6 +127,13 @@ TEST(WdkHeaders, AConsumersOwnFunctionsNamedAfterNdkEntriesCompile) {
   EXPECT_EQ(WrappersNamedAfterNdkEntriesCompile(), 3);
 }
 
+// Microsoft's NDK sample calls RtlIpv4StringToAddressExW with only <ndis.h> and <wsk.h> (an
+// implicit declaration, a compile error here, before), and passes a typed pointer's address to
+// InterlockedCompareExchangePointer (an incompatible pointer type to GCC).
+TEST(WdkHeaders, AnNdisConsumerParsesAddressesAndClaimsTypedPointersAsTheNdkSampleDoes) {
+  EXPECT_EQ(WrappersParseAndClaim(), 1);
+}
+
 TEST(WdkHeaders, DefineGuidDefinesInTheFileWithInitguidAndDeclaresElsewhere) {
   EXPECT_EQ(HeadersGuidData1(), 0x6f1e2d3cu);
   EXPECT_EQ(HeadersGuidAddress(), HeadersGuidAddressFromAnotherFile());  // one GUID, linked

@@ -36,3 +36,16 @@ int WrappersNamedAfterNdkEntriesCompile(void) {
     const WRAPPERS *w = &g_NdksimTestNdkWrappers;
     return (w->Send != NULL) + (w->Receive != NULL) + (w->FastRegister != NULL);
 }
+
+/* What Microsoft's NDK sample also relies on, including only <ndis.h>, <wsk.h> and <wskndk.h>: the
+ * address conversions, and a typed pointer's address passed to InterlockedCompareExchangePointer. */
+static WRAPPED_SOCKET *g_OnlySocket;
+
+int WrappersParseAndClaim(void) {
+    static WRAPPED_SOCKET socket;
+    SOCKADDR_IN address;
+    USHORT port = 0;
+    const NTSTATUS parsed = RtlIpv4StringToAddressExW(L"192.0.2.7:4791", TRUE, &address.sin_addr, &port);
+    const int claimed = InterlockedCompareExchangePointer(&g_OnlySocket, &socket, NULL) == NULL;
+    return NT_SUCCESS(parsed) && RtlUshortByteSwap(port) == 4791 && claimed && g_OnlySocket == &socket;
+}

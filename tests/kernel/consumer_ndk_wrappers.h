@@ -6,6 +6,8 @@
 extern "C" {
 #endif
 int WrappersNamedAfterNdkEntriesCompile(void);
+/* 1: an address parsed and a socket claimed as Microsoft's NDK sample does (only <ndis.h>, <wsk.h>). */
+int WrappersParseAndClaim(void);
 #ifdef __cplusplus
 }
 #endif

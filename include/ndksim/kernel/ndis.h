@@ -8,6 +8,7 @@
 #include "wdm.h"
 #include "ndkpi.h"
 #include "netioapi.h"
+#include "ip2string.h" /* the WDK's NDIS consumers get the address conversions with it */
 
 #define NDIS_STATUS_FAILURE ((NDIS_STATUS)STATUS_UNSUCCESSFUL)
 #define NDIS_STATUS_PENDING ((NDIS_STATUS)STATUS_PENDING)

@@ -317,6 +317,13 @@ FORCEINLINE PVOID InterlockedCompareExchangePointer(PVOID volatile *Destination,
     __atomic_compare_exchange_n(Destination, &Comparand, Exchange, 0, NDKSIM_SEQ, NDKSIM_SEQ);
     return Comparand;
 }
+/* In C, drivers pass the address of a typed pointer (`PMY_SOCKET *`) as MSVC takes it, without a
+ * cast to PVOID *; GCC would call that an incompatible pointer type (an error from GCC 14 on). */
+#ifndef __cplusplus
+#define InterlockedExchangePointer(Target, Value) InterlockedExchangePointer((PVOID volatile *)(Target), (Value))
+#define InterlockedCompareExchangePointer(Destination, Exchange, Comparand) \
+    InterlockedCompareExchangePointer((PVOID volatile *)(Destination), (Exchange), (Comparand))
+#endif
 /* Interlocked{Increment,Decrement,Exchange,ExchangeAdd,CompareExchange}{Acquire,Release,NoFence}:
  * the same operation with only that ordering (on x64 every interlocked instruction is a full
  * barrier; on ARM64 these are cheaper, and code written for both relies on no more than the name
