@@ -707,10 +707,8 @@ void Environment::Impl::WaitableReleased(Context& holder, const void* lock) {
 }
 
 void Environment::Impl::ForgetLocks(std::uintptr_t begin, std::uintptr_t end) {
-  const auto key = [](std::uintptr_t a) { return reinterpret_cast<const void*>(a); };
-  // A remove lock in the range is gone too: one made later at its address starts uninitialized.
-  remove_locks.erase(remove_locks.lower_bound(key(begin)), remove_locks.lower_bound(key(end)));
   if (lock_order.empty() && lock_kinds.empty()) return;
+  const auto key = [](std::uintptr_t a) { return reinterpret_cast<const void*>(a); };
   lock_order.erase(lock_order.lower_bound(key(begin)), lock_order.lower_bound(key(end)));
   lock_kinds.erase(lock_kinds.lower_bound(key(begin)), lock_kinds.lower_bound(key(end)));
   for (auto& [from, edges] : lock_order) edges.erase(edges.lower_bound(key(begin)), edges.lower_bound(key(end)));
